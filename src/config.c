@@ -1,0 +1,278 @@
+#include "config.h"
+
+#include "fmt.h"
+#include "log.h"
+
+#include <stdint.h>
+#include <string.h>
+
+const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT] = {
+#define DSP_OPTION(id, type, def, forms, help) {"DSP_" #id, DSP_T_##type, def, forms, help},
+#include "options.h"
+#undef DSP_OPTION
+};
+
+struct dsp_config dsp_cfg;
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+static int word_eq(const char *a, const char *b) {
+    while (*a && *b && lower(*a) == lower(*b)) a++, b++;
+    return *a == 0 && *b == 0;
+}
+
+static int parse_enum(const char *choices, const char *text, long long *out) {
+    int index = 0;
+    for (const char *p = choices;; index++) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        char word[32];
+        if (n >= sizeof word) return -1;
+        memcpy(word, p, n);
+        word[n] = 0;
+        if (word_eq(word, text)) {
+            *out = index;
+            return 0;
+        }
+        if (!bar) return -1;
+        p = bar + 1;
+    }
+}
+
+static int parse_bool(const char *t, long long *out) {
+    static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (word_eq(t, yes[i])) return *out = 1, 0;
+        if (word_eq(t, no[i])) return *out = 0, 0;
+    }
+    return -1;
+}
+
+static int parse_int(const char *t, long long lo, long long hi, long long *out) {
+    long long v = 0;
+    if (!*t) return -1;
+    for (; *t; t++) {
+        if (*t < '0' || *t > '9') return -1;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *t - '0', &v)) return -1;
+    }
+    if (v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* "64G", "1.5T", "512m", "4096", "64GiB", "50%" (share of ram when allowed). */
+static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) {
+    unsigned long long whole = 0, frac = 0, frac_div = 1;
+    const char *p = t;
+    if (*p < '0' || *p > '9') return -1;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, (unsigned)(*p - '0'), &whole))
+            return -1;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9') return -1;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (frac_div < 1000000000ull) frac = frac * 10 + (unsigned)(*p - '0'), frac_div *= 10;
+    }
+    unsigned __int128 v;
+    if (*p == '%') {
+        if (!allow_pct || p[1] || whole > 100 || (whole == 100 && frac)) return -1;
+        v = ((unsigned __int128)ram * whole + (unsigned __int128)ram * frac / frac_div) / 100;
+    } else {
+        unsigned shift = 0;
+        switch (lower(*p)) {
+        case 0: break;
+        case 'k': shift = 10; break;
+        case 'm': shift = 20; break;
+        case 'g': shift = 30; break;
+        case 't': shift = 40; break;
+        default: return -1;
+        }
+        if (*p) {
+            p++;
+            if (lower(*p) == 'i') p++;
+            if (lower(*p) == 'b') p++;
+            if (*p) return -1;
+        } else if (frac) {
+            return -1; /* fractional bytes */
+        }
+        v = ((unsigned __int128)whole << shift) + (((unsigned __int128)frac << shift) / frac_div);
+    }
+    if (v >= (unsigned __int128)DSP_SIZE_AUTO || v > (unsigned __int128)INT64_MAX) return -1;
+    *out = (long long)v;
+    return 0;
+}
+
+int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out) {
+    const struct dsp_opt_desc *d = &dsp_opt_desc[id];
+    switch (d->type) {
+    case DSP_T_BOOL: return parse_bool(text, out);
+    case DSP_T_INT: return parse_int(text, 0, 64, out);
+    case DSP_T_ENUM: return parse_enum(d->forms, text, out);
+    case DSP_T_STRING: *out = 0; return 0;
+    case DSP_T_SIZE:
+        if (!strcmp(d->def, "auto") && word_eq(text, "auto")) {
+            *out = (long long)DSP_SIZE_AUTO;
+            return 0;
+        }
+        return parse_size(text, strchr(d->forms, '%') != NULL, ram, out);
+    }
+    return -1;
+}
+
+/* Levenshtein distance of two short names, capped at 31 characters. */
+static int distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 31) la = 31;
+    if (lb > 31) lb = 31;
+    int row[32];
+    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j];
+            int cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+            int best = diag + cost;
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *dsp_config_closest(const char *name) {
+    /* Only near misses: at most 3 edits, and fewer than half the characters
+     * after DSP_ (DSP_FOO is no typo of DSP_LOG). */
+    const char *best = NULL;
+    int best_d = 4, own = (int)strlen(name) - 4;
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        int d = distance(name, dsp_opt_desc[i].name);
+        if (d < best_d && 2 * d < own) best_d = d, best = dsp_opt_desc[i].name;
+    }
+    return best;
+}
+
+static void set_default(enum dsp_opt_id id, size_t ram) {
+    long long v = 0;
+    int rc = dsp_config_parse(id, dsp_opt_desc[id].def, ram, &v);
+    (void)rc; /* defaults are checked by the unit tests */
+    dsp_cfg.val[id] = v;
+}
+
+void dsp_config_load(char *const *env, size_t ram) {
+    for (int i = 0; i < DSP_OPT_COUNT; i++) set_default((enum dsp_opt_id)i, ram);
+    dsp_cfg.stats_file[0] = 0;
+    if (!env) return;
+    for (char *const *e = env; *e; e++) {
+        const char *kv = *e;
+        if (strncmp(kv, "DSP_", 4) != 0) continue;
+        const char *eq = strchr(kv, '=');
+        if (!eq) continue;
+        char name[64];
+        size_t n = (size_t)(eq - kv);
+        if (n >= sizeof name) n = sizeof name - 1;
+        memcpy(name, kv, n);
+        name[n] = 0;
+        const char *value = eq + 1;
+        int id = -1;
+        for (int i = 0; i < DSP_OPT_COUNT; i++)
+            if (!strcmp(name, dsp_opt_desc[i].name)) id = i;
+        if (id < 0) {
+            const char *near = dsp_config_closest(name);
+            if (near)
+                dsp_warn("unknown variable %s ignored; did you mean %s?", name, near);
+            else
+                dsp_warn("unknown variable %s ignored; `dspreload env` lists the known ones", name);
+            continue;
+        }
+        const struct dsp_opt_desc *d = &dsp_opt_desc[id];
+        long long v;
+        if (dsp_config_parse((enum dsp_opt_id)id, value, ram, &v) != 0) {
+            dsp_warn("%s=%s is not valid (accepted: %s); using the default %s", d->name, value, d->forms,
+                     d->def[0] ? d->def : "(empty)");
+            continue;
+        }
+        dsp_cfg.val[id] = v;
+        if (id == DSP_OPT_STATS_FILE) {
+            size_t len = strlen(value);
+            if (len >= sizeof dsp_cfg.stats_file) {
+                dsp_warn("%s is longer than %u bytes; ignored", d->name, (unsigned)sizeof dsp_cfg.stats_file - 1);
+                continue;
+            }
+            memcpy(dsp_cfg.stats_file, value, len + 1);
+        }
+    }
+}
+
+/* --- the printed reference ------------------------------------------------ */
+
+struct sink {
+    int fd;
+    char buf[4096];
+    size_t len;
+};
+
+static void emit(struct sink *s, const char *text) {
+    for (; *text; text++) {
+        if (s->len == sizeof s->buf) dsp_write_all(s->fd, s->buf, s->len), s->len = 0;
+        s->buf[s->len++] = *text;
+    }
+}
+
+static void emit_wrapped(struct sink *s, const char *text, const char *indent, size_t width) {
+    size_t col = 0;
+    while (*text) {
+        size_t w = strcspn(text, " ");
+        if (col && col + 1 + w > width) emit(s, "\n"), col = 0;
+        if (col == 0)
+            emit(s, indent), col = strlen(indent);
+        else
+            emit(s, " "), col++;
+        char word[256];
+        size_t n = w < sizeof word - 1 ? w : sizeof word - 1;
+        memcpy(word, text, n);
+        word[n] = 0;
+        emit(s, word);
+        col += w;
+        text += w;
+        while (*text == ' ') text++;
+    }
+    emit(s, "\n");
+}
+
+static const char *const type_name[] = {"bool", "integer", "size", "choice", "string"};
+
+void dsp_config_print(int fd, int markdown) {
+    struct sink s = {.fd = fd, .len = 0};
+    if (markdown) {
+        emit(&s, "# Configuration\n\n"
+                 "<!-- Generated by `dspreload-env --markdown` from src/options.h; a test checks it. -->\n\n"
+                 "dspreload is configured by environment variables only, read once when the\n"
+                 "library starts. A bad value prints one line naming the variable and the\n"
+                 "accepted forms, and the default is kept. An unknown `DSP_*` variable prints a\n"
+                 "warning with the closest known name. Sizes take the binary suffixes K, M, G\n"
+                 "and T (`64G`, `1.5T`, `512MiB`); where a share of RAM is accepted, `50%` means\n"
+                 "half of the machine's physical memory.\n\n"
+                 "| Variable | Type | Default | Accepted | Description |\n"
+                 "|---|---|---|---|---|\n");
+        for (int i = 0; i < DSP_OPT_COUNT; i++) {
+            const struct dsp_opt_desc *d = &dsp_opt_desc[i];
+            char line[2048];
+            dsp_fmt(line, sizeof line, "| `%s` | %s | `%s` | %s | %s |\n", d->name, type_name[d->type],
+                    d->def[0] ? d->def : "(unset)", d->forms, d->help);
+            emit(&s, line);
+        }
+    } else {
+        for (int i = 0; i < DSP_OPT_COUNT; i++) {
+            const struct dsp_opt_desc *d = &dsp_opt_desc[i];
+            char line[512];
+            dsp_fmt(line, sizeof line, "%s=%s\n    accepted: %s\n", d->name, d->def, d->forms);
+            emit(&s, line);
+            emit_wrapped(&s, d->help, "    ", 78);
+        }
+    }
+    dsp_write_all(fd, s.buf, s.len);
+}

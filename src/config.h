@@ -1,0 +1,55 @@
+/* Environment configuration, parsed once at init from the table in options.h. */
+#ifndef DSP_CONFIG_H
+#define DSP_CONFIG_H
+
+#include <stddef.h>
+
+enum dsp_opt_type { DSP_T_BOOL, DSP_T_INT, DSP_T_SIZE, DSP_T_ENUM, DSP_T_STRING };
+
+enum dsp_opt_id {
+#define DSP_OPTION(id, type, def, forms, help) DSP_OPT_##id,
+#include "options.h"
+#undef DSP_OPTION
+    DSP_OPT_COUNT
+};
+
+enum { DSP_HUGE_AUTO = 0, DSP_HUGE_ALWAYS = 1, DSP_HUGE_NEVER = 2 };
+
+struct dsp_opt_desc {
+    const char *name; /* "DSP_LOG" */
+    enum dsp_opt_type type;
+    const char *def;
+    const char *forms;
+    const char *help;
+};
+
+extern const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT];
+
+/* Parsed values. SIZE options hold bytes, with DSP_SIZE_AUTO for "auto";
+ * ENUM options the index of the choice; BOOL 0/1. */
+#define DSP_SIZE_AUTO ((size_t)-1)
+struct dsp_config {
+    long long val[DSP_OPT_COUNT];
+    char stats_file[4096];
+};
+extern struct dsp_config dsp_cfg;
+
+static inline long long dsp_opt(enum dsp_opt_id id) { return dsp_cfg.val[id]; }
+
+/* Parses `environ` (or the given NULL-terminated list) into dsp_cfg: bad values
+ * are reported by name with the accepted forms and keep the default; unknown
+ * DSP_* names are reported with the closest known one. ram is the RAM size that
+ * percentages refer to. */
+void dsp_config_load(char *const *env, size_t ram);
+
+/* One value, as config_load would parse it: 0 on success, -1 if invalid. */
+int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out);
+
+/* The closest option name to `name` within a small edit distance, or NULL. */
+const char *dsp_config_closest(const char *name);
+
+/* Prints the reference of every variable: plain text, or the Markdown of
+ * docs/configuration.md. */
+void dsp_config_print(int fd, int markdown);
+
+#endif

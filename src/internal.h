@@ -1,0 +1,30 @@
+/* Shared definitions of the manager core. Everything here is hidden from the
+ * dynamic symbol table by -fvisibility=hidden and the export map. */
+#ifndef DSP_INTERNAL_H
+#define DSP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dspreload.h>
+
+#define DSP_STR_(x) #x
+#define DSP_STR(x)  DSP_STR_(x)
+#define DSP_VERSION_STRING DSP_STR(DSP_VERSION_MAJOR) "." DSP_STR(DSP_VERSION_MINOR) "." DSP_STR(DSP_VERSION_PATCH)
+
+#define DSP_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define DSP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define DSP_API         __attribute__((visibility("default")))
+/* Thread-locals on hot paths: initial-exec costs a plain %fs load (FIELD-NOTES 4). */
+#define DSP_TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define DSP_KiB ((size_t)1 << 10)
+#define DSP_MiB ((size_t)1 << 20)
+#define DSP_GiB ((size_t)1 << 30)
+#define DSP_PAGE ((size_t)4096)
+#define DSP_HUGE_PAGE (2 * DSP_MiB)
+
+static inline size_t dsp_align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
+static inline uintptr_t dsp_align_up_ptr(uintptr_t v, size_t a) { return (v + a - 1) & ~(uintptr_t)(a - 1); }
+
+#endif

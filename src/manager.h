@@ -1,0 +1,66 @@
+/* The pin manager: one per process. Its state is shared by the arena, pool and
+ * budget code, all of which run under `mu`. */
+#ifndef DSP_MANAGER_H
+#define DSP_MANAGER_H
+
+#include "internal.h"
+#include "slab.h"
+#include "span.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct dsp_manager {
+    pthread_mutex_t mu;
+    struct dsp_slab spans;
+    struct dsp_bins vacant, cached;
+    struct dsp_span *first, *last; /* address order, covering [lo, bump) */
+    /* The arena: all manager blocks live in [lo, hi), so "is this ours?" is a
+     * compare. Zero until the first allocation reserves it. */
+    _Atomic uintptr_t lo, hi;
+    uintptr_t bump;
+    size_t pinned; /* bytes locked: live blocks and the pool */
+    size_t budget, pool_max, arena_size;
+    int huge_mode, prefault_threads;
+};
+
+extern struct dsp_manager dsp_mgr;
+
+/* Initialises the process-wide state on first use; 1 when ready, 0 when called
+ * re-entrantly from inside initialisation (the caller then falls back). */
+int dsp_init_slow(void);
+extern _Atomic int dsp_init_state; /* 2 when ready */
+static inline int dsp_ensure_init(void) {
+    return DSP_LIKELY(atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) || dsp_init_slow();
+}
+
+static inline int dsp_in_arena(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    return a - atomic_load_explicit(&dsp_mgr.lo, memory_order_relaxed) <
+           atomic_load_explicit(&dsp_mgr.hi, memory_order_relaxed) -
+               atomic_load_explicit(&dsp_mgr.lo, memory_order_relaxed);
+}
+
+/* arena.c: address space. */
+int dsp_arena_reserve(void);                               /* 0 or -errno */
+struct dsp_span *dsp_arena_take(size_t len, size_t align); /* a LIVE span, or NULL */
+void dsp_arena_vacate(struct dsp_span *s);                 /* memory already dropped */
+struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len); /* s keeps len; returns the tail */
+void dsp_span_unlink(struct dsp_span *s);
+
+/* pin.c: memory of a span. */
+int dsp_pin_populate_lock(struct dsp_span *s); /* 0, or -errno with the stage logged */
+void dsp_pin_drop(struct dsp_span *s);         /* unlock, free the memory, PROT_NONE again */
+int dsp_prefault(void *base, size_t len, int threads);
+
+/* pool.c: cached spans. */
+struct dsp_span *dsp_pool_get(size_t len);
+void dsp_pool_put(struct dsp_span *s);
+size_t dsp_pool_release_until(size_t cached_max); /* bytes released */
+
+/* budget.c */
+void dsp_budget_configure(void);
+int dsp_budget_reserve(size_t len); /* 0, or -ENOMEM after trimming the pool failed to make room */
+void dsp_budget_release(size_t len);
+
+#endif

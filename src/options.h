@@ -1,0 +1,31 @@
+/* The one table of dspreload's environment variables. Parsing (config.c), the
+ * printed reference (dspreload-env) and docs/configuration.md all come from it.
+ *
+ * DSP_OPTION(id, type, default, accepted forms, help) */
+DSP_OPTION(LOG, ENUM, "warn", "error|warn|info|debug",
+           "Messages printed on stderr, each prefixed dspreload[PID]: warn shows failures "
+           "and fallbacks, info adds one line per setting decided at start-up, debug "
+           "adds every repeat of a failure.")
+DSP_OPTION(STATS, BOOL, "0", "0|1",
+           "Print a short summary of what the shim did to stderr at exit.")
+DSP_OPTION(STATS_FILE, STRING, "", "a path; %p becomes the pid",
+           "Write the statistics as one JSON object to this file at exit (one file per "
+           "process when the path holds %p, e.g. /tmp/dsp.%p.json).")
+DSP_OPTION(MAX_PINNED, SIZE, "auto", "auto, bytes (64G, 512M, 1.5T) or a share of RAM (50%)",
+           "Most bytes the process keeps pinned, pool included. auto is 80% of RAM, and "
+           "RLIMIT_MEMLOCK as well when the process lacks CAP_IPC_LOCK. Past it, "
+           "allocations fail cleanly (callers fall back to the real function).")
+DSP_OPTION(POOL_MAX, SIZE, "10%", "bytes (4G) or a share of RAM (10%)",
+           "Most bytes of freed blocks kept pinned for reuse. Freed blocks beyond it are "
+           "unlocked and given back to the kernel, largest first.")
+DSP_OPTION(HUGEPAGES, ENUM, "auto", "auto|always|never",
+           "Transparent huge pages for pinned blocks: auto asks for them (madvise) on "
+           "blocks of 2 MiB and more, always on every block, never forbids them. "
+           "Large blocks then pin several times faster.")
+DSP_OPTION(PREFAULT_THREADS, INT, "0", "0 (auto) or 1-64",
+           "Threads that populate a large new block before it is locked. auto uses up "
+           "to 8, one per 64 MiB of the block, at most one per CPU.")
+DSP_OPTION(ARENA_SIZE, SIZE, "auto", "auto or bytes (1T)",
+           "Virtual address space reserved for pinned blocks (no memory is used until "
+           "blocks are made). auto is 4x RAM, at least 64 GiB, at most 64 TiB; halved "
+           "until the kernel accepts it.")

@@ -1,0 +1,131 @@
+/* Turning reserved address space into pinned memory and back. */
+#include "config.h"
+#include "errname.h"
+#include "fmt.h"
+#include "log.h"
+#include "manager.h"
+#include "stats.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Below this a block is populated by the calling thread alone: starting threads
+ * costs more than it saves (bench/pin_bench measures it). */
+#define PREFAULT_SLICE (64 * DSP_MiB)
+
+static int populate(char *base, size_t len) {
+    /* One madvise populates the range without a fault per page (Linux 5.14). */
+    if (madvise(base, len, MADV_POPULATE_WRITE) == 0) return 0;
+    if (errno != EINVAL) return -errno;
+    for (size_t off = 0; off < len; off += DSP_PAGE) ((volatile char *)base)[off] = 0;
+    return 0;
+}
+
+struct slice {
+    char *base;
+    size_t len;
+    int rc;
+    pthread_t tid;
+    int started;
+};
+
+static void *slice_main(void *arg) {
+    struct slice *s = arg;
+    s->rc = populate(s->base, s->len);
+    return NULL;
+}
+
+int dsp_prefault(void *base, size_t len, int threads) {
+    if (threads < 1) threads = 1;
+    if (threads == 1 || len < 2 * PREFAULT_SLICE) return populate(base, len);
+    struct slice sl[64];
+    if (threads > 64) threads = 64;
+    size_t chunk = dsp_align_up(len / (size_t)threads, DSP_HUGE_PAGE);
+    int n = 0;
+    for (size_t off = 0; off < len && n < threads; off += chunk, n++) {
+        sl[n].base = (char *)base + off;
+        sl[n].len = len - off < chunk ? len - off : chunk;
+        sl[n].rc = 0;
+        sl[n].started = 0;
+    }
+    /* The caller works on slice 0 while the others run. */
+    for (int i = 1; i < n; i++) sl[i].started = pthread_create(&sl[i].tid, NULL, slice_main, &sl[i]) == 0;
+    slice_main(&sl[0]);
+    int rc = sl[0].rc;
+    for (int i = 1; i < n; i++) {
+        if (sl[i].started)
+            pthread_join(sl[i].tid, NULL);
+        else
+            slice_main(&sl[i]); /* no thread to be had: do it here */
+        if (sl[i].rc) rc = sl[i].rc;
+    }
+    return rc;
+}
+
+static int auto_threads(size_t len) {
+    long t = dsp_mgr.prefault_threads;
+    if (t > 0) return (int)t;
+    size_t by_size = len / PREFAULT_SLICE;
+    int cpus = dsp_sys_cpus();
+    t = by_size < 8 ? (long)by_size : 8;
+    if (t > cpus) t = cpus;
+    return t < 1 ? 1 : (int)t;
+}
+
+static int memlock_missing_logged, populate_logged, mlock_logged;
+
+int dsp_pin_populate_lock(struct dsp_span *s) {
+    void *base = (void *)s->base;
+    char a[32], b[32];
+    if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
+        int err = errno;
+        dsp_log_once(&populate_logged, DSP_LOG_WARN, "cannot map %s for pinning (%s); the caller falls back",
+                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+        return -err;
+    }
+    int huge = dsp_mgr.huge_mode == DSP_HUGE_ALWAYS || (dsp_mgr.huge_mode == DSP_HUGE_AUTO && s->len >= DSP_HUGE_PAGE);
+    if (huge)
+        s->huge = madvise(base, s->len, MADV_HUGEPAGE) == 0;
+    else if (dsp_mgr.huge_mode == DSP_HUGE_NEVER)
+        madvise(base, s->len, MADV_NOHUGEPAGE);
+    int rc = dsp_prefault(base, s->len, auto_threads(s->len));
+    if (rc) {
+        dsp_log_once(&populate_logged, DSP_LOG_WARN,
+                     "cannot populate %s (%s): not enough free memory; the caller falls back",
+                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(-rc));
+        dsp_pin_drop(s);
+        return rc;
+    }
+    if (mlock(base, s->len) != 0) {
+        int err = errno;
+        size_t lim = dsp_sys_memlock_limit();
+        if (!dsp_sys_has_ipc_lock() && lim != (size_t)-1)
+            dsp_log_once(&memlock_missing_logged, DSP_LOG_WARN,
+                         "mlock of %s refused (%s): RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is missing; raise it "
+                         "with `ulimit -l unlimited`, `docker run --ulimit memlock=-1`, or grant CAP_IPC_LOCK",
+                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err), dsp_fmt_bytes(b, sizeof b, lim));
+        else
+            dsp_log_once(&mlock_logged, DSP_LOG_WARN,
+                         "mlock of %s refused (%s): the kernel could not lock that much memory; lower "
+                         "DSP_MAX_PINNED or free memory",
+                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+        dsp_pin_drop(s);
+        return -err;
+    }
+    s->locked = 1;
+    return 0;
+}
+
+void dsp_pin_drop(struct dsp_span *s) {
+    /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
+     * once, leaving the address space reserved. */
+    mmap((void *)s->base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    s->locked = 0;
+    s->huge = 0;
+}

@@ -1,0 +1,46 @@
+/* Spans: the pieces the arena is cut into. Every span sits in an address-ordered
+ * list (for coalescing) and, while vacant or cached, in a size index.
+ * All span functions run under the manager's lock. */
+#ifndef DSP_SPAN_H
+#define DSP_SPAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum dsp_span_state {
+    DSP_SPAN_VACANT, /* reserved address space, PROT_NONE, no memory */
+    DSP_SPAN_CACHED, /* freed block kept populated (and locked) for reuse */
+    DSP_SPAN_LIVE,   /* owned by a caller, or being populated */
+};
+
+struct dsp_span {
+    uintptr_t base;
+    size_t len;
+    struct dsp_span *aprev, *anext; /* address order */
+    struct dsp_span *bprev, *bnext; /* size-index bin */
+    uint16_t bin;
+    uint8_t state;
+    uint8_t locked; /* mlock'ed in this process */
+    uint8_t huge;   /* MADV_HUGEPAGE asked for */
+};
+
+/* Size index in the manner of TLSF: 8 linear bins below 8 pages, then 8 bins per
+ * power of two. find() is O(1) apart from a bounded scan of the request's own bin
+ * (so a block freed and asked for again at the same size is found), and returns
+ * a span at least as large as asked, within 12.5% where one exists. */
+#define DSP_BIN_FL 62
+#define DSP_BIN_SL 8
+struct dsp_bins {
+    uint64_t fl_map;
+    uint8_t sl_map[DSP_BIN_FL];
+    struct dsp_span *head[DSP_BIN_FL][DSP_BIN_SL];
+    size_t bytes; /* total length of the spans indexed */
+    size_t count;
+};
+
+void dsp_bins_insert(struct dsp_bins *b, struct dsp_span *s);
+void dsp_bins_remove(struct dsp_bins *b, struct dsp_span *s);
+struct dsp_span *dsp_bins_find(struct dsp_bins *b, size_t len);
+struct dsp_span *dsp_bins_largest(struct dsp_bins *b);
+
+#endif

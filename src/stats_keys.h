@@ -1,0 +1,17 @@
+/* Every statistic, in the order of the JSON object. Layers add theirs here.
+ * DSP_STAT(key, kind, help): kind is COUNTER (only grows) or GAUGE. */
+DSP_STAT(pinned_bytes, GAUGE, "bytes locked now: live blocks and the pool")
+DSP_STAT(pinned_bytes_peak, GAUGE, "most bytes locked at once")
+DSP_STAT(live_bytes, GAUGE, "bytes of blocks owned by callers")
+DSP_STAT(blocks_live, GAUGE, "blocks owned by callers")
+DSP_STAT(pool_cached_bytes, GAUGE, "bytes of freed blocks kept locked for reuse")
+DSP_STAT(pool_hits, COUNTER, "allocations served from the pool")
+DSP_STAT(pool_misses, COUNTER, "allocations that pinned new memory")
+DSP_STAT(pool_releases, COUNTER, "pooled blocks unlocked and given back to the kernel")
+DSP_STAT(pinned_new_bytes, COUNTER, "bytes newly populated and locked")
+DSP_STAT(pin_failures, COUNTER, "allocations refused: mlock or populate failed, or no address space")
+DSP_STAT(budget_refusals, COUNTER, "allocations refused by DSP_MAX_PINNED")
+DSP_STAT(fallbacks, COUNTER, "interposed calls handed to the real function after a failure here")
+DSP_STAT(registry_ranges, GAUGE, "pinned ranges known to the registry")
+DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED")
+DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")

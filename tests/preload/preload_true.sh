@@ -1,0 +1,16 @@
+#!/bin/sh
+# Preloaded into a program that never pins: silent, harmless, exit status kept,
+# no address space reserved; with DSP_STATS=1, the summary at exit.
+lib=$1
+out=$(LD_PRELOAD=$lib /bin/true 2>&1) || { echo "true failed under the shim"; exit 1; }
+[ -z "$out" ] || { echo "unexpected output: $out"; exit 1; }
+LD_PRELOAD=$lib sh -c 'exit 3'; [ $? -eq 3 ] || { echo "exit status not kept"; exit 1; }
+out=$(DSP_STATS=1 LD_PRELOAD=$lib /bin/true 2>&1)
+echo "$out" | grep -q '^dspreload\[[0-9]*\]: stats: pinned 0 B now' || { echo "no summary: $out"; exit 1; }
+out=$(DSP_MAX_PINED=1G LD_PRELOAD=$lib /bin/true 2>&1)
+echo "$out" | grep -q 'unknown variable DSP_MAX_PINED ignored; did you mean DSP_MAX_PINNED?' || { echo "no suggestion: $out"; exit 1; }
+# Virtual size must not grow by the arena until something is pinned.
+vsz_plain=$(sh -c 'grep VmSize /proc/self/status' | awk '{print $2}')
+vsz_shim=$(LD_PRELOAD=$lib sh -c 'grep VmSize /proc/self/status' | awk '{print $2}')
+[ $((vsz_shim - vsz_plain)) -lt 65536 ] || { echo "arena reserved eagerly: $vsz_plain -> $vsz_shim kB"; exit 1; }
+echo "preload ok"

@@ -1,0 +1,98 @@
+#include "../../src/config.h"
+#include "../../src/log.h"
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+#define RAM ((size_t)16 << 30)
+
+static long long parse(enum dsp_opt_id id, const char *text) {
+    long long v = -12345;
+    if (dsp_config_parse(id, text, RAM, &v) != 0) return -999;
+    return v;
+}
+
+Test(config, sizes_take_binary_suffixes) {
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "4096"), 4096);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "64K"), 64 << 10);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "512m"), 512ll << 20);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "64G"), 64ll << 30);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "64GiB"), 64ll << 30);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "2TB"), 2ll << 40);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "1.5G"), 3ll << 29);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "0"), 0);
+}
+
+Test(config, percentages_are_shares_of_ram) {
+    cr_assert_eq(parse(DSP_OPT_MAX_PINNED, "50%"), (long long)RAM / 2);
+    cr_assert_eq(parse(DSP_OPT_MAX_PINNED, "100%"), (long long)RAM);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "12.5%"), (long long)RAM / 8);
+    cr_assert_eq(parse(DSP_OPT_MAX_PINNED, "101%"), -999);
+    cr_assert_eq(parse(DSP_OPT_ARENA_SIZE, "50%"), -999, "ARENA_SIZE takes no percentage");
+}
+
+Test(config, auto_only_where_the_default_is_auto) {
+    cr_assert_eq(parse(DSP_OPT_MAX_PINNED, "auto"), (long long)DSP_SIZE_AUTO);
+    cr_assert_eq(parse(DSP_OPT_MAX_PINNED, "AUTO"), (long long)DSP_SIZE_AUTO);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "auto"), -999);
+}
+
+Test(config, malformed_and_overflowing_sizes_are_rejected) {
+    const char *bad[] = {"", "G", "12Q", "1.5", "-1", "1..5G", "99999999999999999999", "16777216T", "3 G", "0x10", "5%%"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        cr_assert_eq(parse(DSP_OPT_POOL_MAX, bad[i]), -999, "'%s' should be rejected", bad[i]);
+}
+
+Test(config, enums_bools_and_ints) {
+    cr_assert_eq(parse(DSP_OPT_LOG, "debug"), DSP_LOG_DEBUG);
+    cr_assert_eq(parse(DSP_OPT_LOG, "ERROR"), DSP_LOG_ERROR);
+    cr_assert_eq(parse(DSP_OPT_LOG, "verbose"), -999);
+    cr_assert_eq(parse(DSP_OPT_HUGEPAGES, "never"), DSP_HUGE_NEVER);
+    cr_assert_eq(parse(DSP_OPT_STATS, "yes"), 1);
+    cr_assert_eq(parse(DSP_OPT_STATS, "off"), 0);
+    cr_assert_eq(parse(DSP_OPT_STATS, "2"), -999);
+    cr_assert_eq(parse(DSP_OPT_PREFAULT_THREADS, "8"), 8);
+    cr_assert_eq(parse(DSP_OPT_PREFAULT_THREADS, "65"), -999);
+}
+
+Test(config, every_default_parses) {
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        long long v;
+        cr_assert_eq(dsp_config_parse((enum dsp_opt_id)i, dsp_opt_desc[i].def, RAM, &v), 0, "%s default '%s'",
+                     dsp_opt_desc[i].name, dsp_opt_desc[i].def);
+    }
+}
+
+Test(config, bad_value_names_variable_and_forms_and_keeps_default) {
+    log_capture_start();
+    char *env[] = {"DSP_POOL_MAX=lots", "DSP_LOG=debug", NULL};
+    dsp_config_load(env, RAM);
+    const char *out = log_capture_collect();
+    cr_assert(strstr(out, "DSP_POOL_MAX=lots is not valid (accepted: bytes (4G) or a share of RAM (10%)); using the default 10%"),
+              "got: %s", out);
+    cr_assert_eq(dsp_opt(DSP_OPT_POOL_MAX), (long long)(RAM / 10));
+    cr_assert_eq(dsp_opt(DSP_OPT_LOG), DSP_LOG_DEBUG);
+}
+
+Test(config, unknown_variable_gets_closest_name) {
+    log_capture_start();
+    char *env[] = {"DSP_MAX_PINED=4G", "DSP_ZZZZZZZZ=1", "PATH=/bin", NULL};
+    dsp_config_load(env, RAM);
+    const char *out = log_capture_collect();
+    cr_assert(strstr(out, "unknown variable DSP_MAX_PINED ignored; did you mean DSP_MAX_PINNED?"), "got: %s", out);
+    cr_assert(strstr(out, "unknown variable DSP_ZZZZZZZZ ignored; `dspreload env` lists"), "got: %s", out);
+    cr_assert_eq(dsp_opt(DSP_OPT_MAX_PINNED), (long long)DSP_SIZE_AUTO);
+}
+
+Test(config, closest_name_needs_a_near_miss) {
+    cr_assert_str_eq(dsp_config_closest("DSP_POOL_MAXX"), "DSP_POOL_MAX");
+    cr_assert_str_eq(dsp_config_closest("DSP_HUGEPAGE"), "DSP_HUGEPAGES");
+    cr_assert_null(dsp_config_closest("DSP_FOO"));
+}
+
+Test(config, stats_file_is_kept_verbatim) {
+    char *env[] = {"DSP_STATS_FILE=/tmp/dsp.%p.json", NULL};
+    dsp_config_load(env, RAM);
+    cr_assert_str_eq(dsp_cfg.stats_file, "/tmp/dsp.%p.json");
+}

@@ -1,0 +1,58 @@
+#include "../../src/log.h"
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <dspreload.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+Test(log, lines_carry_pid_and_level) {
+    log_capture_start();
+    dsp_warn("something %s %d", "odd", 42);
+    char want[128];
+    snprintf(want, sizeof want, "dspreload[%d]: warning: something odd 42\n", getpid());
+    cr_assert_str_eq(log_capture_collect(), want);
+}
+
+Test(log, level_filters) {
+    log_capture_start();
+    dsp_log_level = DSP_LOG_ERROR;
+    dsp_warn("hidden");
+    dsp_error("shown");
+    dsp_log_level = DSP_LOG_DEBUG;
+    dsp_debug("debug too");
+    const char *out = log_capture_collect();
+    cr_assert_null(strstr(out, "hidden"));
+    cr_assert(strstr(out, "error: shown"));
+    cr_assert(strstr(out, "debug: debug too"));
+}
+
+Test(log, once_demotes_repeats_to_debug) {
+    log_capture_start();
+    static int once;
+    for (int i = 0; i < 3; i++) dsp_log_once(&once, DSP_LOG_WARN, "repeat %d", i);
+    const char *out = log_capture_collect();
+    cr_assert(strstr(out, "warning: repeat 0"));
+    cr_assert_null(strstr(out, "repeat 1"));
+}
+
+Test(log, long_lines_are_cut_but_end_with_newline) {
+    log_capture_start();
+    char big[3000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    dsp_warn("%s", big);
+    const char *out = log_capture_collect();
+    size_t n = strlen(out);
+    cr_assert_leq(n, 1024);
+    cr_assert_eq(out[n - 1], '\n');
+}
+
+static void log_error_only(void) { setenv("DSP_LOG", "error", 1), setenv("DSP_MAX_PINNED", "1M", 1); }
+Test(log, dsp_log_env_silences_warnings, .init = log_error_only) {
+    log_capture_start();
+    cr_assert_null(dsp_alloc(2 << 20));
+    cr_assert_str_eq(log_capture_collect(), "");
+}

@@ -1,0 +1,190 @@
+#include "../../src/registry.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#define BASE ((uintptr_t)1 << 40)
+
+Test(registry, interior_lookup_and_range_bounds) {
+    cr_assert_eq(dsp_reg_insert(BASE, 8192, DSP_RANGE_EXTERNAL, 7, (void *)0x1), 0);
+    cr_assert(dsp_reg_contains(BASE, 8192));
+    cr_assert(dsp_reg_contains(BASE + 100, 50));
+    cr_assert(dsp_reg_contains(BASE + 8191, 1));
+    cr_assert(dsp_reg_contains(BASE + 8191, 0));
+    cr_assert_not(dsp_reg_contains(BASE + 8191, 2), "runs past the end");
+    cr_assert_not(dsp_reg_contains(BASE - 1, 2), "starts before");
+    cr_assert_not(dsp_reg_contains(BASE + 8192, 1));
+    cr_assert_not(dsp_reg_contains(UINTPTR_MAX - 1, 8), "wraps around");
+    struct dsp_range r;
+    cr_assert(dsp_reg_find(BASE + 4000, &r));
+    cr_assert_eq(r.base, BASE);
+    cr_assert_eq(r.end, BASE + 8192);
+    cr_assert_eq(r.flags, 7);
+    cr_assert_eq(r.owner, (void *)0x1);
+}
+
+Test(registry, ranges_in_one_lookup_must_share_one_range) {
+    /* Adjacent ranges: [a, b) and [b, c) are two ranges, not one. */
+    cr_assert_eq(dsp_reg_insert(BASE, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    cr_assert_eq(dsp_reg_insert(BASE + 4096, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    cr_assert(dsp_reg_contains(BASE, 4096));
+    cr_assert_not(dsp_reg_contains(BASE + 4000, 200));
+}
+
+Test(registry, overlap_is_refused_and_changes_nothing) {
+    cr_assert_eq(dsp_reg_insert(BASE + 4096, 8192, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    cr_assert_eq(dsp_reg_insert(BASE, 4097, DSP_RANGE_EXTERNAL, 0, NULL), -EEXIST);
+    cr_assert_eq(dsp_reg_insert(BASE + 12287, 10, DSP_RANGE_EXTERNAL, 0, NULL), -EEXIST);
+    cr_assert_eq(dsp_reg_insert(BASE + 5000, 10, DSP_RANGE_EXTERNAL, 0, NULL), -EEXIST);
+    cr_assert_eq(dsp_reg_insert(BASE, 1 << 20, DSP_RANGE_EXTERNAL, 0, NULL), -EEXIST);
+    cr_assert_eq(dsp_reg_insert(BASE, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    cr_assert_eq(dsp_reg_insert(BASE + 12288, 1, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    cr_assert_eq(dsp_reg_insert(BASE, 0, DSP_RANGE_EXTERNAL, 0, NULL), -EINVAL);
+    cr_assert_eq(dsp_reg_insert(UINTPTR_MAX - 10, 100, DSP_RANGE_EXTERNAL, 0, NULL), -EINVAL);
+    cr_assert_eq(dsp_reg_count(), 3);
+}
+
+Test(registry, remove_needs_the_exact_base) {
+    cr_assert_eq(dsp_reg_insert(BASE, 8192, DSP_RANGE_BLOCK, 0, NULL), 0);
+    cr_assert_eq(dsp_reg_remove(BASE + 4096, NULL), -ENOENT);
+    struct dsp_range r;
+    cr_assert_eq(dsp_reg_remove(BASE, &r), 0);
+    cr_assert_eq(r.end, BASE + 8192);
+    cr_assert_eq(r.kind, DSP_RANGE_BLOCK);
+    cr_assert_eq(dsp_reg_remove(BASE, NULL), -ENOENT);
+    cr_assert_not(dsp_reg_contains(BASE, 1));
+    cr_assert_eq(dsp_reg_count(), 0);
+}
+
+/* Deterministic shuffle so failures reproduce. */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+
+#define MILLION 1000000
+/* Range i: [BASE + i*16K, +len(i)), len 4K..12K; gaps between all ranges. */
+static uintptr_t rbase(size_t i) { return BASE + i * 16384; }
+static size_t rlen(size_t i) { return 4096 + (i % 3) * 4096; }
+
+static void check_all(const unsigned char *present, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t b = rbase(i);
+        int in = present[i];
+        cr_assert_eq(dsp_reg_contains(b, 1), in, "range %zu start", i);
+        cr_assert_eq(dsp_reg_contains(b + rlen(i) - 1, 1), in, "range %zu last byte", i);
+        cr_assert_eq(dsp_reg_contains(b + 1, rlen(i) - 1), in, "range %zu interior span", i);
+        cr_assert_not(dsp_reg_contains(b + rlen(i), 1), "gap after %zu", i);
+        cr_assert_not(dsp_reg_contains(b, rlen(i) + 1), "past end of %zu", i);
+    }
+}
+
+Test(registry, one_million_ranges_random_order, .timeout = 120) {
+    size_t *order = malloc(MILLION * sizeof *order);
+    unsigned char *present = calloc(MILLION, 1);
+    for (size_t i = 0; i < MILLION; i++) order[i] = i;
+    for (size_t i = MILLION - 1; i > 0; i--) {
+        size_t j = next() % (i + 1), t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    for (size_t k = 0; k < MILLION; k++) {
+        size_t i = order[k];
+        cr_assert_eq(dsp_reg_insert(rbase(i), rlen(i), DSP_RANGE_EXTERNAL, 0, NULL), 0);
+        present[i] = 1;
+    }
+    cr_assert_eq(dsp_reg_count(), MILLION);
+    check_all(present, MILLION);
+    /* Remove a random half, then re-insert a quarter: exercises empty leaves,
+     * collapsing inner nodes and predecessor lookups across removed leaves. */
+    for (size_t k = 0; k < MILLION / 2; k++) {
+        size_t i = order[k];
+        cr_assert_eq(dsp_reg_remove(rbase(i), NULL), 0);
+        present[i] = 0;
+    }
+    check_all(present, MILLION);
+    for (size_t k = 0; k < MILLION / 4; k++) {
+        size_t i = order[k];
+        cr_assert_eq(dsp_reg_insert(rbase(i), rlen(i), DSP_RANGE_EXTERNAL, 0, NULL), 0);
+        present[i] = 1;
+    }
+    check_all(present, MILLION);
+    for (size_t i = 0; i < MILLION; i++)
+        if (present[i]) cr_assert_eq(dsp_reg_remove(rbase(i), NULL), 0);
+    cr_assert_eq(dsp_reg_count(), 0);
+    cr_assert_not(dsp_reg_contains(rbase(5), 1));
+    free(order);
+    free(present);
+}
+
+/* Readers check ranges that never change while writers insert and remove
+ * others in between: a reader must never miss a stable range or see a
+ * volatile one with the wrong bounds. */
+#define STABLE 20000
+#define READERS 3
+#define WRITERS 2
+static atomic_int stop, failures;
+static atomic_long reads, writes;
+
+static void *reader(void *arg) {
+    uint64_t x = (uintptr_t)arg * 2654435761u + 1;
+    long n = 0;
+    while (!atomic_load(&stop)) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t i = x % STABLE;
+        uintptr_t b = BASE + i * 65536;
+        if (!dsp_reg_contains(b + (x >> 40) % 4096, 1)) atomic_fetch_add(&failures, 1);
+        struct dsp_range r;
+        uintptr_t v = b + 16384 + (x >> 20) % 4096;
+        if (dsp_reg_find(v, &r) && (r.base != b + 16384 || r.end != b + 20480)) atomic_fetch_add(&failures, 1);
+        n++;
+    }
+    atomic_fetch_add(&reads, n);
+    return NULL;
+}
+
+static void *writer(void *arg) {
+    size_t w = (uintptr_t)arg;
+    long n = 0;
+    for (int round = 0; round < 5; round++) {
+        for (size_t i = w; i < STABLE; i += WRITERS, n++)
+            if (dsp_reg_insert(BASE + i * 65536 + 16384, 4096, DSP_RANGE_EXTERNAL, 0, NULL) != 0)
+                atomic_fetch_add(&failures, 1);
+        for (size_t i = w; i < STABLE; i += WRITERS, n++)
+            if (dsp_reg_remove(BASE + i * 65536 + 16384, NULL) != 0) atomic_fetch_add(&failures, 1);
+    }
+    atomic_fetch_add(&writes, n);
+    return NULL;
+}
+
+Test(registry, concurrent_readers_with_writers, .timeout = 120) {
+    for (size_t i = 0; i < STABLE; i++)
+        cr_assert_eq(dsp_reg_insert(BASE + i * 65536, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    pthread_t r[READERS], w[WRITERS];
+    for (uintptr_t i = 0; i < READERS; i++) pthread_create(&r[i], NULL, reader, (void *)(i + 1));
+    for (uintptr_t i = 0; i < WRITERS; i++) pthread_create(&w[i], NULL, writer, (void *)i);
+    for (int i = 0; i < WRITERS; i++) pthread_join(w[i], NULL);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < READERS; i++) pthread_join(r[i], NULL);
+    cr_assert_eq(atomic_load(&failures), 0, "missed or torn lookups, or failed updates");
+    cr_assert_eq(dsp_reg_count(), STABLE);
+    cr_assert_gt(atomic_load(&reads), 0);
+    cr_assert_eq(atomic_load(&writes), 5 * 2 * STABLE);
+}
+
+Test(registry, fork_child_sees_inherited_ranges_as_not_pinned) {
+    cr_assert_eq(dsp_reg_insert(BASE, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    dsp_reg_fork_prepare();
+    dsp_reg_fork_parent();
+    cr_assert(dsp_reg_contains(BASE, 1));
+    dsp_reg_fork_prepare();
+    dsp_reg_fork_child(); /* as in a child */
+    cr_assert_not(dsp_reg_contains(BASE, 1));
+    struct dsp_range r;
+    cr_assert(dsp_reg_find(BASE, &r), "still findable for freeing");
+    cr_assert_eq(dsp_reg_insert(BASE + 8192, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    cr_assert(dsp_reg_contains(BASE + 8192, 1), "pinned in the child itself");
+}
