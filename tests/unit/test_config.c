@@ -2,7 +2,7 @@
 #include "../../src/log.h"
 #include "helpers.h"
 
-#include <criterion/criterion.h>
+#include "harness.h"
 #include <string.h>
 
 #define RAM ((size_t)16 << 30)

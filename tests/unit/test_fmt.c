@@ -1,6 +1,6 @@
 #include "../../src/fmt.h"
 
-#include <criterion/criterion.h>
+#include "harness.h"
 #include <stdio.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 #include "helpers.h"
 
-#include <criterion/criterion.h>
+#include "harness.h"
 #include <dspreload.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,6 +1,6 @@
 #include "../../src/registry.h"
 
-#include <criterion/criterion.h>
+#include "harness.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>

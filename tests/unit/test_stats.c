@@ -1,7 +1,7 @@
 #include "../../src/stats.h"
 #include "helpers.h"
 
-#include <criterion/criterion.h>
+#include "harness.h"
 #include <dspreload.h>
 #include <stdio.h>
 #include <stdlib.h>
