@@ -41,17 +41,19 @@ static struct {
     struct dsp_slab leaves, inners;
 } R = {DSP_BRLOCK_INIT, NULL, 0, 0, 1, DSP_SLAB_INIT(sizeof(struct leaf)), DSP_SLAB_INIT(sizeof(struct inner))};
 
-/* Number of keys <= k among the first n. */
+/* Number of keys <= k among the first n. Branch-free (the compare feeds a
+ * conditional move): on random lookups a branchy binary search mispredicts
+ * about every other step, which cost more than the cache misses: 70 ns for
+ * 1,000 ranges, 18 ns branch-free (bench/pin_bench). A ternary here was
+ * compiled back into a branch by gcc 12, hence the multiplication. */
 static inline int upper_bound(const uintptr_t *key, int n, uintptr_t k) {
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        int mid = (lo + hi) >> 1;
-        if (key[mid] <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
+    const uintptr_t *base = key;
+    while (n > 1) {
+        int half = n >> 1;
+        base += (size_t)(base[half - 1] <= k) * (size_t)half; /* no branch for gcc to make */
+        n -= half;
     }
-    return lo;
+    return (int)(base - key) + (n == 1 && *base <= k);
 }
 
 static struct leaf *descend(uintptr_t k) {
