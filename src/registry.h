@@ -2,9 +2,9 @@
  * other layers pin, such as CUDA host registrations), non-overlapping, with
  * lookup of any interior address in O(log n).
  *
- * A B+tree keyed by base address, nodes from a private slab, guarded by a
- * big-reader lock: lookups from many threads run in parallel and never write a
- * shared cache line; inserts and removals are exclusive. */
+ * A B+tree keyed by base address with optimistic (seqlock) readers: lookups
+ * from any number of threads run in parallel and write no shared memory;
+ * inserts and removals are serialised (registry.c says why that is safe). */
 #ifndef DSP_REGISTRY_H
 #define DSP_REGISTRY_H
 
