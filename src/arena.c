@@ -97,7 +97,7 @@ static struct dsp_span *take_vacant(size_t len, size_t align) {
     }
     if (s->len > len) {
         struct dsp_span *tail = dsp_span_split(s, len);
-        if (!tail) return dsp_arena_vacate(s), NULL;
+        if (!tail) return (void)dsp_arena_vacate(s), NULL;
         dsp_bins_insert(&m->vacant, tail);
     }
     return s;
@@ -110,14 +110,21 @@ struct dsp_span *dsp_arena_take(size_t len, size_t align) {
         uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
         uintptr_t start = dsp_align_up_ptr(m->bump, align);
         if (start > hi || hi - start < len) return NULL;
-        if (start > m->bump) {
-            struct dsp_span *gap = new_span(m->bump, start - m->bump, DSP_SPAN_VACANT);
-            if (!gap) return NULL;
+        /* Both spans exist before either is linked: a gap linked with the bump
+         * left behind it would be linked again by the next call, and the two
+         * copies would merge into a vacant span overlapping the next block
+         * (regression: arena.failed_span_allocation_leaves_no_overlap). */
+        struct dsp_span *gap = NULL;
+        if (start > m->bump && !(gap = new_span(m->bump, start - m->bump, DSP_SPAN_VACANT))) return NULL;
+        s = new_span(start, len, DSP_SPAN_LIVE);
+        if (!s) {
+            if (gap) dsp_slab_free(&m->spans, gap);
+            return NULL;
+        }
+        if (gap) {
             link_after(m->last, gap);
             dsp_arena_vacate(gap); /* indexes it, merging with a vacant predecessor */
         }
-        s = new_span(start, len, DSP_SPAN_LIVE);
-        if (!s) return NULL;
         link_after(m->last, s);
         m->bump = start + len;
     }
@@ -127,7 +134,7 @@ struct dsp_span *dsp_arena_take(size_t len, size_t align) {
     return s;
 }
 
-void dsp_arena_vacate(struct dsp_span *s) {
+struct dsp_span *dsp_arena_vacate(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
     s->state = DSP_SPAN_VACANT;
     s->locked = s->huge = 0;
@@ -144,4 +151,5 @@ void dsp_arena_vacate(struct dsp_span *s) {
         dsp_span_unlink(n);
     }
     dsp_bins_insert(&m->vacant, s);
+    return s;
 }

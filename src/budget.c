@@ -36,10 +36,14 @@ static int budget_logged;
 
 int dsp_budget_reserve(size_t len) {
     struct dsp_manager *m = &dsp_mgr;
-    if (len > m->budget || m->pinned > m->budget - len) {
-        /* Make room from the pool first: cached blocks are the cheapest to lose. */
-        size_t need = len > m->budget ? m->cached.bytes + 1 : m->pinned + len - m->budget;
-        dsp_pool_release_until(need >= m->cached.bytes ? 0 : m->cached.bytes - need);
+    if (len <= m->budget && m->pinned > m->budget - len) {
+        /* Make room from the pool, cached blocks being the cheapest to lose,
+         * but only when that can be enough: a request that would not fit even
+         * with the pool empty must not empty it (regression:
+         * budget.hopeless_request_keeps_the_pool). */
+        size_t locked_cached = m->cached.bytes < m->pinned ? m->cached.bytes : m->pinned;
+        size_t excess = m->pinned + len - m->budget;
+        if (excess <= locked_cached) dsp_pool_release_until(m->cached.bytes - excess);
     }
     if (len > m->budget || m->pinned > m->budget - len) {
         char a[32], b[32], c[32];

@@ -86,13 +86,16 @@ static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) 
         case 'm': shift = 20; break;
         case 'g': shift = 30; break;
         case 't': shift = 40; break;
+        case 'b': break; /* "4096B" */
         default: return -1;
         }
-        if (*p) {
+        if (*p && shift) {
             p++;
             if (lower(*p) == 'i') p++;
             if (lower(*p) == 'b') p++;
             if (*p) return -1;
+        } else if (*p) {
+            if (p[1] || frac) return -1; /* a bare B, whole bytes only */
         } else if (frac) {
             return -1; /* fractional bytes */
         }

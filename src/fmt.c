@@ -73,9 +73,14 @@ int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
         case 'i': {
             long long v = lng >= 2 ? va_arg(ap, long long) : lng ? va_arg(ap, long) : va_arg(ap, int);
             unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-            n = 0;
-            if (v < 0) tmp[n++] = '-';
-            n += utoa(tmp + n, m, 10);
+            n = utoa(tmp, m, 10);
+            if (v < 0 && pad == '0' && !left) { /* the sign goes before the zeros: -0042 */
+                put(&o, '-');
+                if (width > 0) width--;
+            } else if (v < 0) {
+                memmove(tmp + 1, tmp, n++);
+                tmp[0] = '-';
+            }
             put_padded(&o, tmp, n, width, left, pad);
             break;
         }

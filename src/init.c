@@ -22,6 +22,7 @@ struct dsp_manager dsp_mgr = {
 _Atomic int dsp_init_state; /* 0 new, 1 running, 2 ready */
 static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
 static DSP_TLS int initialising;
+
 static int atfork_registered;
 
 static void fork_prepare(void) {
@@ -40,6 +41,10 @@ static void fork_parent(void) {
  * be a lie. */
 static void fork_child(void) {
     struct dsp_manager *m = &dsp_mgr;
+    /* These handlers run, so they are registered, whatever the flag said when
+     * another thread forked: init in this child must not register them twice
+     * (fork_prepare would then lock mu twice). */
+    atfork_registered = 1;
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     m->mu = fresh;
     dsp_reg_fork_child();
@@ -48,9 +53,19 @@ static void fork_child(void) {
     dsp_stat_set(DSP_ST_budget_bytes, budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
     size_t live = 0, blocks = 0;
-    for (struct dsp_span *s = m->first; s; s = s->anext) {
-        if (s->state == DSP_SPAN_LIVE) live += s->len, blocks++;
+    for (struct dsp_span *s = m->first, *next; s; s = next) {
+        next = s->anext;
         s->locked = 0;
+        if (s->state != DSP_SPAN_LIVE) continue;
+        struct dsp_range r;
+        if (dsp_reg_find(s->base, &r) && r.owner == s) {
+            live += s->len, blocks++;
+        } else {
+            /* Another parent thread was still populating it: nobody here owns
+             * it, so give it back rather than leak it. */
+            dsp_pin_drop(s);
+            next = dsp_arena_vacate(s)->anext; /* it may have merged with next */
+        }
     }
     m->pinned = 0;
     dsp_pool_release_until(0);
@@ -71,6 +86,10 @@ static void init_once(void) {
         arena = ram * 4;
         if (arena < 64 * DSP_GiB) arena = 64 * DSP_GiB;
         if (arena > ((size_t)64 << 40)) arena = (size_t)64 << 40;
+    }
+    if (arena < DSP_GiB) {
+        dsp_warn("DSP_ARENA_SIZE below 1 GiB leaves no room for pinned blocks; using 1 GiB");
+        arena = DSP_GiB;
     }
     m->arena_size = dsp_align_up(arena, DSP_GiB);
     dsp_budget_configure();

@@ -6,7 +6,7 @@
 
 #include <errno.h>
 
-static int arena_logged, meta_logged;
+static int reserve_logged, exhausted_logged, meta_logged;
 
 static void count_live(struct dsp_span *s, int sign) {
     if (sign > 0) {
@@ -24,7 +24,7 @@ static void count_live(struct dsp_span *s, int sign) {
 static void retire(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
     if (!s->locked) {
-        dsp_pin_drop(s);
+        dsp_pin_drop(s); /* cannot fail for an unlocked span */
         dsp_arena_vacate(s);
         return;
     }
@@ -61,7 +61,7 @@ DSP_API void *dsp_alloc(size_t size) {
     dsp_stat_add(DSP_ST_pool_misses, 1);
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
         pthread_mutex_unlock(&m->mu);
-        dsp_log_once(&arena_logged, DSP_LOG_WARN, "cannot reserve address space for pinned blocks "
+        dsp_log_once(&reserve_logged, DSP_LOG_WARN, "cannot reserve address space for pinned blocks "
                                                   "(ulimit -v?); lower DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
@@ -75,7 +75,7 @@ DSP_API void *dsp_alloc(size_t size) {
     if (!s) {
         dsp_budget_release(len);
         pthread_mutex_unlock(&m->mu);
-        dsp_log_once(&arena_logged, DSP_LOG_WARN, "no address space left for pinned blocks (DSP_ARENA_SIZE); "
+        dsp_log_once(&exhausted_logged, DSP_LOG_WARN, "no address space left for pinned blocks (DSP_ARENA_SIZE); "
                                                   "raise DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
@@ -87,8 +87,13 @@ DSP_API void *dsp_alloc(size_t size) {
 
     pthread_mutex_lock(&m->mu);
     if (rc == 0 && dsp_reg_insert(s->base, s->len, DSP_RANGE_BLOCK, 0, s) != 0) {
-        dsp_pin_drop(s);
         rc = -ENOMEM;
+        if (dsp_pin_drop(s) != 0) { /* still locked: keep it, pooled and counted */
+            dsp_pool_put(s);
+            pthread_mutex_unlock(&m->mu);
+            dsp_stat_add(DSP_ST_pin_failures, 1);
+            return fail(ENOMEM);
+        }
     }
     if (rc != 0) {
         dsp_budget_release(len);

@@ -44,13 +44,17 @@ static inline int dsp_in_arena(const void *p) {
 /* arena.c: address space. */
 int dsp_arena_reserve(void);                               /* 0 or -errno */
 struct dsp_span *dsp_arena_take(size_t len, size_t align); /* a LIVE span, or NULL */
-void dsp_arena_vacate(struct dsp_span *s);                 /* memory already dropped */
+/* Memory already dropped; merges with vacant neighbours and returns the span
+ * that now holds s (s itself may be gone). */
+struct dsp_span *dsp_arena_vacate(struct dsp_span *s);
 struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len); /* s keeps len; returns the tail */
 void dsp_span_unlink(struct dsp_span *s);
 
 /* pin.c: memory of a span. */
 int dsp_pin_populate_lock(struct dsp_span *s); /* 0, or -errno with the stage logged */
-void dsp_pin_drop(struct dsp_span *s);         /* unlock, free the memory, PROT_NONE again */
+/* Unlock, free the memory, PROT_NONE again: 0, or -1 when a locked span could
+ * not even be unlocked (then it is unchanged and must stay accounted). */
+int dsp_pin_drop(struct dsp_span *s);
 int dsp_prefault(void *base, size_t len, int threads);
 
 /* pool.c: cached spans. */

@@ -80,14 +80,14 @@ static int auto_threads(size_t len) {
     return t < 1 ? 1 : (int)t;
 }
 
-static int memlock_missing_logged, populate_logged, mlock_logged;
+static int memlock_missing_logged, map_logged, populate_logged, mlock_logged;
 
 int dsp_pin_populate_lock(struct dsp_span *s) {
     void *base = (void *)s->base;
     char a[32], b[32];
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
         int err = errno;
-        dsp_log_once(&populate_logged, DSP_LOG_WARN, "cannot map %s for pinning (%s); the caller falls back",
+        dsp_log_once(&map_logged, DSP_LOG_WARN, "cannot map %s for pinning (%s); the caller falls back",
                      dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         return -err;
     }
@@ -126,10 +126,31 @@ int dsp_pin_populate_lock(struct dsp_span *s) {
     return 0;
 }
 
-void dsp_pin_drop(struct dsp_span *s) {
+static int drop_logged;
+
+int dsp_pin_drop(struct dsp_span *s) {
     /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
      * once, leaving the address space reserved. */
-    mmap((void *)s->base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *base = (void *)s->base;
+    if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED) {
+        s->locked = 0;
+        s->huge = 0;
+        return 0;
+    }
+    /* ENOMEM: splitting the mapping would pass vm.max_map_count. Unlocked,
+     * the span can still become vacant (the next use maps over it); locked,
+     * it must stay counted where it is. */
+    int err = errno;
+    char a[32];
+    if (s->locked && syscall(SYS_munlock, base, s->len) != 0) {
+        dsp_log_once(&drop_logged, DSP_LOG_WARN,
+                     "cannot unlock %s (%s; vm.max_map_count?): it stays in the pool", dsp_fmt_bytes(a, sizeof a, s->len),
+                     dsp_errname(err));
+        errno = err;
+        return -1;
+    }
+    madvise(base, s->len, MADV_DONTNEED);
     s->locked = 0;
     s->huge = 0;
+    return 0;
 }

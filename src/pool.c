@@ -56,13 +56,14 @@ size_t dsp_pool_release_until(size_t cached_max) {
     size_t released = 0;
     while (m->cached.bytes > cached_max) {
         struct dsp_span *s = dsp_bins_largest(&m->cached);
+        int was_locked = s->locked;
+        if (dsp_pin_drop(s) != 0) break; /* logged; it stays cached and counted */
         dsp_bins_remove(&m->cached, s);
-        if (s->locked) {
+        if (was_locked) {
             m->pinned -= s->len;
             dsp_stat_set(DSP_ST_pinned_bytes, m->pinned);
         }
         released += s->len;
-        dsp_pin_drop(s);
         dsp_arena_vacate(s);
         dsp_stat_add(DSP_ST_pool_releases, 1);
     }

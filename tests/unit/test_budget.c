@@ -82,3 +82,19 @@ static void pool_larger_than_budget(void) {
 Test(budget, pool_max_never_exceeds_budget, .init = pool_larger_than_budget) {
     cr_assert_eq(stat_of("pool_max_bytes"), 2 << 20);
 }
+
+static void budget_6m(void) { setenv("DSP_MAX_PINNED", "6M", 1); }
+
+/* Regression: a request that could not fit even with the pool empty used to
+ * empty the pool anyway before being refused. */
+Test(budget, hopeless_request_keeps_the_pool, .init = budget_6m) {
+    char *a = dsp_alloc(4 << 20), *live = dsp_alloc(1 << 20);
+    cr_assert_not_null(live);
+    cr_assert_eq(dsp_free(a), 0);
+    cr_assert_null(dsp_alloc(7 << 20), "larger than the budget");
+    cr_assert_null(dsp_alloc(6 << 20), "does not fit beside the live block");
+    cr_assert_eq(stat_of("pool_cached_bytes"), 4 << 20, "the pool was kept");
+    cr_assert_eq(stat_of("pool_releases"), 0);
+    cr_assert_not_null(dsp_alloc(5 << 20), "this one fits once the pool gives way");
+    cr_assert_eq(stat_of("pool_releases"), 1);
+}

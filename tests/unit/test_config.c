@@ -22,6 +22,8 @@ Test(config, sizes_take_binary_suffixes) {
     cr_assert_eq(parse(DSP_OPT_POOL_MAX, "2TB"), 2ll << 40);
     cr_assert_eq(parse(DSP_OPT_POOL_MAX, "1.5G"), 3ll << 29);
     cr_assert_eq(parse(DSP_OPT_POOL_MAX, "0"), 0);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "4096B"), 4096);
+    cr_assert_eq(parse(DSP_OPT_POOL_MAX, "4096b"), 4096);
 }
 
 Test(config, percentages_are_shares_of_ram) {
@@ -39,7 +41,7 @@ Test(config, auto_only_where_the_default_is_auto) {
 }
 
 Test(config, malformed_and_overflowing_sizes_are_rejected) {
-    const char *bad[] = {"", "G", "12Q", "1.5", "-1", "1..5G", "99999999999999999999", "16777216T", "3 G", "0x10", "5%%"};
+    const char *bad[] = {"", "G", "12Q", "1.5B", "12BB", "4GB2", "1.5", "-1", "1..5G", "99999999999999999999", "16777216T", "3 G", "0x10", "5%%"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         cr_assert_eq(parse(DSP_OPT_POOL_MAX, bad[i]), -999, "'%s' should be rejected", bad[i]);
 }

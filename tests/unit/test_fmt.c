@@ -11,6 +11,9 @@ Test(fmt, matches_snprintf_for_supported_conversions) {
     snprintf(b, sizeof b, "%s|%d|%u|%x|%ld|%llu|%zu|%5d|%-4s|%08x|%%|%c", "hi", -42, 42u, 255u, -7L,
              18446744073709551615ull, (size_t)123, 7, "ab", 0xbeefu, 'z');
     cr_assert_str_eq(a, b);
+    dsp_fmt(a, sizeof a, "[%05d|%-5d|%5d|%05d]", -42, -42, -42, 42);
+    snprintf(b, sizeof b, "[%05d|%-5d|%5d|%05d]", -42, -42, -42, 42);
+    cr_assert_str_eq(a, b, "negative numbers with padding");
 }
 
 Test(fmt, truncates_like_snprintf_and_returns_full_length) {

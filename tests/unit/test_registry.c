@@ -188,3 +188,34 @@ Test(registry, fork_child_sees_inherited_ranges_as_not_pinned) {
     cr_assert_eq(dsp_reg_insert(BASE + 8192, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
     cr_assert(dsp_reg_contains(BASE + 8192, 1), "pinned in the child itself");
 }
+
+/* A reader probing the range just inserted follows pointers to nodes the
+ * writer carved a moment ago: it must see them initialised. Under TSan this
+ * reported a race until node pointers were published with release. */
+static atomic_uintptr_t newest;
+
+static void *prober(void *arg) {
+    (void)arg;
+    long n = 0;
+    while (!atomic_load(&stop)) {
+        uintptr_t b = atomic_load(&newest);
+        if (b && !dsp_reg_contains(b, 4096)) atomic_fetch_add(&failures, 1);
+        n++;
+    }
+    atomic_fetch_add(&reads, n);
+    return NULL;
+}
+
+Test(registry, readers_follow_new_nodes_while_the_tree_grows, .timeout = 120) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, prober, NULL);
+    for (size_t i = 0; i < 200000; i++) {
+        uintptr_t b = BASE + i * 8192;
+        if (dsp_reg_insert(b, 4096, DSP_RANGE_EXTERNAL, 0, NULL) != 0) atomic_fetch_add(&failures, 1);
+        atomic_store(&newest, b);
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    cr_assert_eq(atomic_load(&failures), 0);
+    cr_assert_eq(dsp_reg_count(), 200000);
+}
