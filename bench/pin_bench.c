@@ -53,7 +53,8 @@ struct row {
 static struct row rows[32];
 static int nrows;
 
-static void add_row(const char *name, const char *unit, struct sample shim, struct sample base, double goal) {
+static void add_row(const char *name, const char *unit, struct sample shim, struct sample base,
+                    double goal) {
     struct row *r = &rows[nrows++];
     snprintf(r->name, sizeof r->name, "%s", name);
     snprintf(r->unit, sizeof r->unit, "%s", unit);
@@ -67,7 +68,8 @@ static const char *goal_text(const struct row *r, char *buf, size_t cap) {
     if (r->goal > 0)
         snprintf(buf, cap, ">= %.0fx: %s", r->goal, ratio >= r->goal ? "met" : "NOT met");
     else if (r->goal < 0)
-        snprintf(buf, cap, "< %.0f %s: %s", -r->goal, r->unit, r->shim.median < -r->goal ? "met" : "NOT met");
+        snprintf(buf, cap, "< %.0f %s: %s", -r->goal, r->unit,
+                 r->shim.median < -r->goal ? "met" : "NOT met");
     else
         snprintf(buf, cap, "-");
     return buf;
@@ -117,8 +119,8 @@ static void bench_pool_cycle(int quick) {
         }
         s[i] = (now() - t) / per_batch;
     }
-    add_row("64 MiB alloc+free cycle (pool) vs posix_memalign+mlock", "s", summarize(s, shim_batches),
-            summarize(b, base_n), 1000);
+    add_row("64 MiB alloc+free cycle (pool) vs posix_memalign+mlock", "s",
+            summarize(s, shim_batches), summarize(b, base_n), 1000);
     dsp_trim();
 }
 
@@ -321,7 +323,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "3/3 lookups...\n");
     bench_lookup(quick);
 
-    printf("dspreload %s pin manager benchmark, %s%s\n", dsp_version(), date, quick ? " (--quick)" : "");
+    printf("dspreload %s pin manager benchmark, %s%s\n", dsp_version(), date,
+           quick ? " (--quick)" : "");
     printf("machine: %s; memcpy %.1f GB/s, memset %.1f GB/s\n\n", mach, memcpy_gbs, memset_gbs);
     printf("| benchmark | dspreload (median) | baseline (median) | ratio | goal |\n");
     printf("|---|---|---|---|---|\n");
@@ -342,16 +345,19 @@ int main(int argc, char **argv) {
             perror(json);
             return 1;
         }
-        fprintf(f, "{\"date\":\"%s\",\"machine\":\"%s\",\"quick\":%d,\"memcpy_gbs\":%.2f,\"memset_gbs\":%.2f,"
+        fprintf(f,
+                "{\"date\":\"%s\",\"machine\":\"%s\",\"quick\":%d,\"memcpy_gbs\":%.2f,\"memset_"
+                "gbs\":%.2f,"
                 "\"rows\":[",
                 date, mach, quick, memcpy_gbs, memset_gbs);
         for (int i = 0; i < nrows; i++) {
             struct row *r = &rows[i];
-            fprintf(f,
-                    "%s{\"name\":\"%s\",\"unit\":\"%s\",\"shim\":{\"median\":%g,\"min\":%g,\"max\":%g},"
-                    "\"baseline\":{\"median\":%g,\"min\":%g,\"max\":%g},\"ratio\":%g}",
-                    i ? "," : "", r->name, r->unit, r->shim.median, r->shim.lo, r->shim.hi, r->base.median,
-                    r->base.lo, r->base.hi, r->base.median / r->shim.median);
+            fprintf(
+                f,
+                "%s{\"name\":\"%s\",\"unit\":\"%s\",\"shim\":{\"median\":%g,\"min\":%g,\"max\":%g},"
+                "\"baseline\":{\"median\":%g,\"min\":%g,\"max\":%g},\"ratio\":%g}",
+                i ? "," : "", r->name, r->unit, r->shim.median, r->shim.lo, r->shim.hi,
+                r->base.median, r->base.lo, r->base.hi, r->base.median / r->shim.median);
         }
         fprintf(f, "]}\n");
         fclose(f);

@@ -3,7 +3,9 @@
 #include "../src/manager.h"
 #include "../src/stats.h"
 
-__attribute__((constructor)) static void dsp_preload_init(void) { dsp_ensure_init(); }
+__attribute__((constructor)) static void dsp_preload_init(void) {
+    dsp_ensure_init();
+}
 
 __attribute__((destructor)) static void dsp_preload_fini(void) {
     if (atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) dsp_stats_at_exit();

@@ -16,7 +16,8 @@ int dsp_arena_reserve(void) {
     struct dsp_manager *m = &dsp_mgr;
     size_t want = m->arena_size;
     for (; want >= ARENA_ALIGN; want /= 2) {
-        void *p = mmap(NULL, want + ARENA_ALIGN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *p = mmap(NULL, want + ARENA_ALIGN, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) continue;
         uintptr_t raw = (uintptr_t)p, lo = dsp_align_up_ptr(raw, ARENA_ALIGN);
         if (lo > raw) munmap(p, lo - raw);
@@ -115,7 +116,8 @@ struct dsp_span *dsp_arena_take(size_t len, size_t align) {
          * copies would merge into a vacant span overlapping the next block
          * (regression: arena.failed_span_allocation_leaves_no_overlap). */
         struct dsp_span *gap = NULL;
-        if (start > m->bump && !(gap = new_span(m->bump, start - m->bump, DSP_SPAN_VACANT))) return NULL;
+        if (start > m->bump && !(gap = new_span(m->bump, start - m->bump, DSP_SPAN_VACANT)))
+            return NULL;
         s = new_span(start, len, DSP_SPAN_LIVE);
         if (!s) {
             if (gap) dsp_slab_free(&m->spans, gap);

@@ -52,7 +52,8 @@ struct dsp_span *dsp_bins_find(struct dsp_bins *b, size_t len) {
     /* Own bin: spans here may be smaller than len; take the tightest that fits. */
     struct dsp_span *best = NULL;
     int scanned = 0;
-    for (struct dsp_span *s = b->head[fl][sl]; s && scanned < OWN_BIN_SCAN; s = s->bnext, scanned++) {
+    for (struct dsp_span *s = b->head[fl][sl]; s && scanned < OWN_BIN_SCAN;
+         s = s->bnext, scanned++) {
         if (s->len >= len && (!best || s->len < best->len)) {
             best = s;
             if (s->len == len) break;

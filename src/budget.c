@@ -19,10 +19,12 @@ void dsp_budget_configure(void) {
          * a budget above it would only turn into refused mlocks. */
         if (!dsp_sys_has_ipc_lock() && lim < budget) {
             budget = lim;
-            dsp_info("budget %s: RLIMIT_MEMLOCK without CAP_IPC_LOCK (raise with `ulimit -l unlimited`)",
-                     dsp_fmt_bytes(a, sizeof a, budget));
+            dsp_info(
+                "budget %s: RLIMIT_MEMLOCK without CAP_IPC_LOCK (raise with `ulimit -l unlimited`)",
+                dsp_fmt_bytes(a, sizeof a, budget));
         } else {
-            dsp_info("budget %s: 80%% of %s RAM", dsp_fmt_bytes(a, sizeof a, budget), dsp_fmt_bytes(b, sizeof b, ram));
+            dsp_info("budget %s: 80%% of %s RAM", dsp_fmt_bytes(a, sizeof a, budget),
+                     dsp_fmt_bytes(b, sizeof b, ram));
         }
     }
     m->budget = budget;
@@ -47,11 +49,12 @@ int dsp_budget_reserve(size_t len) {
     }
     if (len > m->budget || m->pinned > m->budget - len) {
         char a[32], b[32], c[32];
-        dsp_log_once(&budget_logged, DSP_LOG_WARN,
-                     "pinning %s refused: DSP_MAX_PINNED=%s reached (%s pinned); raise DSP_MAX_PINNED or "
-                     "free pinned memory; the caller falls back",
-                     dsp_fmt_bytes(a, sizeof a, len), dsp_fmt_bytes(b, sizeof b, m->budget),
-                     dsp_fmt_bytes(c, sizeof c, m->pinned));
+        dsp_log_once(
+            &budget_logged, DSP_LOG_WARN,
+            "pinning %s refused: DSP_MAX_PINNED=%s reached (%s pinned); raise DSP_MAX_PINNED or "
+            "free pinned memory; the caller falls back",
+            dsp_fmt_bytes(a, sizeof a, len), dsp_fmt_bytes(b, sizeof b, m->budget),
+            dsp_fmt_bytes(c, sizeof c, m->pinned));
         dsp_stat_add(DSP_ST_budget_refusals, 1);
         return -ENOMEM;
     }

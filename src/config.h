@@ -34,7 +34,9 @@ struct dsp_config {
 };
 extern struct dsp_config dsp_cfg;
 
-static inline long long dsp_opt(enum dsp_opt_id id) { return dsp_cfg.val[id]; }
+static inline long long dsp_opt(enum dsp_opt_id id) {
+    return dsp_cfg.val[id];
+}
 
 /* Parses `environ` (or the given NULL-terminated list) into dsp_cfg: bad values
  * are reported by name with the accepted forms and keep the default; unknown

@@ -71,7 +71,9 @@ int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
             break;
         case 'd':
         case 'i': {
-            long long v = lng >= 2 ? va_arg(ap, long long) : lng ? va_arg(ap, long) : va_arg(ap, int);
+            long long v = lng >= 2 ? va_arg(ap, long long)
+                          : lng    ? va_arg(ap, long)
+                                   : va_arg(ap, int);
             unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
             n = utoa(tmp, m, 10);
             if (v < 0 && pad == '0' && !left) { /* the sign goes before the zeros: -0042 */
@@ -99,9 +101,15 @@ int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
             put_padded(&o, tmp, n, width, left, ' ');
             break;
         }
-        case '%': put(&o, '%'); break;
-        case '\0': p--; break;
-        default: put(&o, '%'), put(&o, *p); break;
+        case '%':
+            put(&o, '%');
+            break;
+        case '\0':
+            p--;
+            break;
+        default:
+            put(&o, '%'), put(&o, *p);
+            break;
         }
     }
     if (cap) o.buf[o.len < cap ? o.len : cap - 1] = '\0';
@@ -126,7 +134,8 @@ const char *dsp_fmt_bytes(char *buf, size_t cap, unsigned long long bytes) {
     }
     /* Tenths, rounded to nearest: 20.4 GiB, not 20.3. */
     unsigned __int128 div = (unsigned __int128)1 << (10 * u);
-    unsigned long long tenths = (unsigned long long)(((unsigned __int128)bytes * 10 + div / 2) / div);
+    unsigned long long tenths =
+        (unsigned long long)(((unsigned __int128)bytes * 10 + div / 2) / div);
     if (tenths % 10 == 0)
         dsp_fmt(buf, cap, "%llu %s", tenths / 10, unit[u]);
     else

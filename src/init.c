@@ -19,7 +19,7 @@ struct dsp_manager dsp_mgr = {
     .spans = DSP_SLAB_INIT(sizeof(struct dsp_span)),
 };
 
-_Atomic int dsp_init_state; /* 0 new, 1 running, 2 ready */
+_Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
 static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
 static DSP_TLS int initialising;
 
@@ -48,7 +48,8 @@ static void fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     m->mu = fresh;
     dsp_reg_fork_child();
-    uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes), pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);
+    uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
+             pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);
     dsp_stats_reset();
     dsp_stat_set(DSP_ST_budget_bytes, budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
@@ -98,8 +99,8 @@ static void init_once(void) {
         atfork_registered = 1;
     }
     char a[32], b[32];
-    dsp_info("dspreload %s ready: budget %s, pool %s", DSP_VERSION_STRING, dsp_fmt_bytes(a, sizeof a, m->budget),
-             dsp_fmt_bytes(b, sizeof b, m->pool_max));
+    dsp_info("dspreload %s ready: budget %s, pool %s", DSP_VERSION_STRING,
+             dsp_fmt_bytes(a, sizeof a, m->budget), dsp_fmt_bytes(b, sizeof b, m->pool_max));
 }
 
 /* The claim records the initialising process, not just a flag: a fork while

@@ -10,7 +10,8 @@
 
 #define DSP_STR_(x) #x
 #define DSP_STR(x)  DSP_STR_(x)
-#define DSP_VERSION_STRING DSP_STR(DSP_VERSION_MAJOR) "." DSP_STR(DSP_VERSION_MINOR) "." DSP_STR(DSP_VERSION_PATCH)
+#define DSP_VERSION_STRING                                                                         \
+    DSP_STR(DSP_VERSION_MAJOR) "." DSP_STR(DSP_VERSION_MINOR) "." DSP_STR(DSP_VERSION_PATCH)
 
 #define DSP_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define DSP_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -18,13 +19,17 @@
 /* Thread-locals on hot paths: initial-exec costs a plain %fs load (FIELD-NOTES 4). */
 #define DSP_TLS __thread __attribute__((tls_model("initial-exec")))
 
-#define DSP_KiB ((size_t)1 << 10)
-#define DSP_MiB ((size_t)1 << 20)
-#define DSP_GiB ((size_t)1 << 30)
-#define DSP_PAGE ((size_t)4096)
+#define DSP_KiB       ((size_t)1 << 10)
+#define DSP_MiB       ((size_t)1 << 20)
+#define DSP_GiB       ((size_t)1 << 30)
+#define DSP_PAGE      ((size_t)4096)
 #define DSP_HUGE_PAGE (2 * DSP_MiB)
 
-static inline size_t dsp_align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
-static inline uintptr_t dsp_align_up_ptr(uintptr_t v, size_t a) { return (v + a - 1) & ~(uintptr_t)(a - 1); }
+static inline size_t dsp_align_up(size_t v, size_t a) {
+    return (v + a - 1) & ~(a - 1);
+}
+static inline uintptr_t dsp_align_up_ptr(uintptr_t v, size_t a) {
+    return (v + a - 1) & ~(uintptr_t)(a - 1);
+}
 
 #endif

@@ -13,7 +13,8 @@ static const char *const level_name[] = {"error", "warning", "info", "debug"};
 static void vlog(int level, const char *fmt, va_list ap) {
     char line[1024];
     int n = level < 0 ? dsp_fmt(line, sizeof line, "dspreload[%d]: ", (int)getpid())
-                      : dsp_fmt(line, sizeof line, "dspreload[%d]: %s: ", (int)getpid(), level_name[level]);
+                      : dsp_fmt(line, sizeof line, "dspreload[%d]: %s: ", (int)getpid(),
+                                level_name[level]);
     n += dsp_vfmt(line + n, sizeof line - (size_t)n, fmt, ap);
     if (n > (int)sizeof line - 2) n = (int)sizeof line - 2; /* truncated: keep the newline */
     line[n++] = '\n';

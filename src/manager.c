@@ -49,7 +49,8 @@ DSP_API void *dsp_alloc(size_t size) {
         if (dsp_reg_insert(s->base, s->len, DSP_RANGE_BLOCK, 0, s) != 0) {
             retire(s);
             pthread_mutex_unlock(&m->mu);
-            dsp_log_once(&meta_logged, DSP_LOG_WARN, "out of memory for the registry; the caller falls back");
+            dsp_log_once(&meta_logged, DSP_LOG_WARN,
+                         "out of memory for the registry; the caller falls back");
             dsp_stat_add(DSP_ST_pin_failures, 1);
             return fail(ENOMEM);
         }
@@ -61,8 +62,9 @@ DSP_API void *dsp_alloc(size_t size) {
     dsp_stat_add(DSP_ST_pool_misses, 1);
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
         pthread_mutex_unlock(&m->mu);
-        dsp_log_once(&reserve_logged, DSP_LOG_WARN, "cannot reserve address space for pinned blocks "
-                                                  "(ulimit -v?); lower DSP_ARENA_SIZE");
+        dsp_log_once(&reserve_logged, DSP_LOG_WARN,
+                     "cannot reserve address space for pinned blocks "
+                     "(ulimit -v?); lower DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
@@ -75,8 +77,9 @@ DSP_API void *dsp_alloc(size_t size) {
     if (!s) {
         dsp_budget_release(len);
         pthread_mutex_unlock(&m->mu);
-        dsp_log_once(&exhausted_logged, DSP_LOG_WARN, "no address space left for pinned blocks (DSP_ARENA_SIZE); "
-                                                  "raise DSP_ARENA_SIZE");
+        dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
+                     "no address space left for pinned blocks (DSP_ARENA_SIZE); "
+                     "raise DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
@@ -113,7 +116,8 @@ DSP_API int dsp_free(void *ptr) {
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
     pthread_mutex_lock(&m->mu);
-    if (!dsp_reg_find((uintptr_t)ptr, &r) || r.base != (uintptr_t)ptr || r.kind != DSP_RANGE_BLOCK) {
+    if (!dsp_reg_find((uintptr_t)ptr, &r) || r.base != (uintptr_t)ptr ||
+        r.kind != DSP_RANGE_BLOCK) {
         pthread_mutex_unlock(&m->mu);
         return errno = EINVAL, -1;
     }
@@ -125,7 +129,9 @@ DSP_API int dsp_free(void *ptr) {
     return 0;
 }
 
-DSP_API int dsp_is_pinned(const void *ptr, size_t len) { return dsp_reg_contains((uintptr_t)ptr, len); }
+DSP_API int dsp_is_pinned(const void *ptr, size_t len) {
+    return dsp_reg_contains((uintptr_t)ptr, len);
+}
 
 DSP_API size_t dsp_trim(void) {
     if (!dsp_ensure_init()) return 0;
@@ -140,4 +146,6 @@ DSP_API int dsp_stats_json(char *buf, size_t cap) {
     return dsp_stats_format_json(buf, cap);
 }
 
-DSP_API const char *dsp_version(void) { return DSP_VERSION_STRING; }
+DSP_API const char *dsp_version(void) {
+    return DSP_VERSION_STRING;
+}

@@ -31,7 +31,8 @@ extern struct dsp_manager dsp_mgr;
 int dsp_init_slow(void);
 extern _Atomic int dsp_init_state; /* 2 when ready */
 static inline int dsp_ensure_init(void) {
-    return DSP_LIKELY(atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) || dsp_init_slow();
+    return DSP_LIKELY(atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) ||
+           dsp_init_slow();
 }
 
 static inline int dsp_in_arena(const void *p) {

@@ -6,8 +6,7 @@ DSP_OPTION(LOG, ENUM, "warn", "error|warn|info|debug",
            "Messages printed on stderr, each prefixed dspreload[PID]: warn shows failures "
            "and fallbacks, info adds one line per setting decided at start-up, debug "
            "adds every repeat of a failure.")
-DSP_OPTION(STATS, BOOL, "0", "0|1",
-           "Print a short summary of what the shim did to stderr at exit.")
+DSP_OPTION(STATS, BOOL, "0", "0|1", "Print a short summary of what the shim did to stderr at exit.")
 DSP_OPTION(STATS_FILE, STRING, "", "a path; %p becomes the pid",
            "Write the statistics as one JSON object to this file at exit (one file per "
            "process when the path holds %p, e.g. /tmp/dsp.%p.json).")

@@ -57,7 +57,8 @@ int dsp_prefault(void *base, size_t len, int threads) {
         sl[n].started = 0;
     }
     /* The caller works on slice 0 while the others run. */
-    for (int i = 1; i < n; i++) sl[i].started = pthread_create(&sl[i].tid, NULL, slice_main, &sl[i]) == 0;
+    for (int i = 1; i < n; i++)
+        sl[i].started = pthread_create(&sl[i].tid, NULL, slice_main, &sl[i]) == 0;
     slice_main(&sl[0]);
     int rc = sl[0].rc;
     for (int i = 1; i < n; i++) {
@@ -85,13 +86,16 @@ static int memlock_missing_logged, map_logged, populate_logged, mlock_logged;
 int dsp_pin_populate_lock(struct dsp_span *s) {
     void *base = (void *)s->base;
     char a[32], b[32];
-    if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
+    if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
+             0) == MAP_FAILED) {
         int err = errno;
-        dsp_log_once(&map_logged, DSP_LOG_WARN, "cannot map %s for pinning (%s); the caller falls back",
+        dsp_log_once(&map_logged, DSP_LOG_WARN,
+                     "cannot map %s for pinning (%s); the caller falls back",
                      dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         return -err;
     }
-    int huge = dsp_mgr.huge_mode == DSP_HUGE_ALWAYS || (dsp_mgr.huge_mode == DSP_HUGE_AUTO && s->len >= DSP_HUGE_PAGE);
+    int huge = dsp_mgr.huge_mode == DSP_HUGE_ALWAYS ||
+               (dsp_mgr.huge_mode == DSP_HUGE_AUTO && s->len >= DSP_HUGE_PAGE);
     if (huge)
         s->huge = madvise(base, s->len, MADV_HUGEPAGE) == 0;
     else if (dsp_mgr.huge_mode == DSP_HUGE_NEVER)
@@ -111,14 +115,18 @@ int dsp_pin_populate_lock(struct dsp_span *s) {
         size_t lim = dsp_sys_memlock_limit();
         if (!dsp_sys_has_ipc_lock() && lim != (size_t)-1)
             dsp_log_once(&memlock_missing_logged, DSP_LOG_WARN,
-                         "mlock of %s refused (%s): RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is missing; raise it "
-                         "with `ulimit -l unlimited`, `docker run --ulimit memlock=-1`, or grant CAP_IPC_LOCK",
-                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err), dsp_fmt_bytes(b, sizeof b, lim));
+                         "mlock of %s refused (%s): RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is "
+                         "missing; raise it "
+                         "with `ulimit -l unlimited`, `docker run --ulimit memlock=-1`, or grant "
+                         "CAP_IPC_LOCK",
+                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err),
+                         dsp_fmt_bytes(b, sizeof b, lim));
         else
-            dsp_log_once(&mlock_logged, DSP_LOG_WARN,
-                         "mlock of %s refused (%s): the kernel could not lock that much memory; lower "
-                         "DSP_MAX_PINNED or free memory",
-                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+            dsp_log_once(
+                &mlock_logged, DSP_LOG_WARN,
+                "mlock of %s refused (%s): the kernel could not lock that much memory; lower "
+                "DSP_MAX_PINNED or free memory",
+                dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         dsp_pin_drop(s);
         return -err;
     }
@@ -132,7 +140,8 @@ int dsp_pin_drop(struct dsp_span *s) {
     /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
      * once, leaving the address space reserved. */
     void *base = (void *)s->base;
-    if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED) {
+    if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0) != MAP_FAILED) {
         s->locked = 0;
         s->huge = 0;
         return 0;
@@ -144,8 +153,8 @@ int dsp_pin_drop(struct dsp_span *s) {
     char a[32];
     if (s->locked && syscall(SYS_munlock, base, s->len) != 0) {
         dsp_log_once(&drop_logged, DSP_LOG_WARN,
-                     "cannot unlock %s (%s; vm.max_map_count?): it stays in the pool", dsp_fmt_bytes(a, sizeof a, s->len),
-                     dsp_errname(err));
+                     "cannot unlock %s (%s; vm.max_map_count?): it stays in the pool",
+                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         errno = err;
         return -1;
     }

@@ -4,7 +4,9 @@
 #include "manager.h"
 #include "stats.h"
 
-static void publish(void) { dsp_stat_set(DSP_ST_pool_cached_bytes, dsp_mgr.cached.bytes); }
+static void publish(void) {
+    dsp_stat_set(DSP_ST_pool_cached_bytes, dsp_mgr.cached.bytes);
+}
 
 struct dsp_span *dsp_pool_get(size_t len) {
     struct dsp_manager *m = &dsp_mgr;

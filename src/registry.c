@@ -86,7 +86,14 @@ static struct {
     struct leaf *free_leaves;
     struct inner *free_inners;
     struct dsp_slab leaves, inners;
-} R = {0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 1, NULL, NULL, DSP_SLAB_INIT(sizeof(struct leaf)),
+} R = {0,
+       PTHREAD_MUTEX_INITIALIZER,
+       NULL,
+       0,
+       1,
+       NULL,
+       NULL,
+       DSP_SLAB_INIT(sizeof(struct leaf)),
        DSP_SLAB_INIT(sizeof(struct inner))};
 
 /* --- readers ----------------------------------------------------------------- */
@@ -103,14 +110,17 @@ static inline int upper_bound(const uintptr_t *key, int n, uintptr_t k) {
     return c;
 }
 
-static inline int clamp(int n, int max) { return n < 0 ? 0 : n > max ? max : n; }
+static inline int clamp(int n, int max) {
+    return n < 0 ? 0 : n > max ? max : n;
+}
 
 /* The range with the greatest base <= k, read optimistically: 1 with *out
  * filled, 0 if there is none, -1 if what was read cannot be trusted. */
 static int predecessor(uintptr_t k, struct dsp_range *out) {
     struct node *nd = LD_PTR(R.root);
     if (!nd) return 0;
-    for (int depth = 0; !LD(nd->leaf); depth++) { /* `leaf` is set once, before the node is published */
+    for (int depth = 0; !LD(nd->leaf);
+         depth++) { /* `leaf` is set once, before the node is published */
         if (depth == MAX_DEPTH) return -1;
         struct inner *in = (struct inner *)nd;
         int n = clamp(LD(in->h.n), INNER_MAX);
@@ -148,7 +158,8 @@ static int lookup(uintptr_t k, struct dsp_range *out, uint32_t *gen) {
         int rc = predecessor(k, out);
         *gen = LD(R.gen);
         SEQ_FENCE(memory_order_acquire);
-        if (DSP_LIKELY(atomic_load_explicit(&R.seq, memory_order_relaxed) == s && rc >= 0)) return rc;
+        if (DSP_LIKELY(atomic_load_explicit(&R.seq, memory_order_relaxed) == s && rc >= 0))
+            return rc;
     }
 }
 
@@ -168,18 +179,22 @@ int dsp_reg_contains(uintptr_t addr, size_t len) {
     return lookup(addr, &r, &gen) == 1 && last < r.end && r.gen == gen;
 }
 
-size_t dsp_reg_count(void) { return LD(R.count); }
+size_t dsp_reg_count(void) {
+    return LD(R.count);
+}
 
 /* --- writers (under wmutex, between the two increments of seq) --------------- */
 
 static void write_begin(void) {
     pthread_mutex_lock(&R.wmutex);
-    atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1, memory_order_relaxed);
+    atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     SEQ_FENCE(memory_order_release);
 }
 
 static void write_end(void) {
-    atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1, memory_order_release);
+    atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
+                          memory_order_release);
     pthread_mutex_unlock(&R.wmutex);
 }
 
@@ -274,7 +289,9 @@ static struct leaf *take_leaf(void) {
     return l;
 }
 
-static struct inner *take_inner(void) { return spare.inner[--spare.inners]; }
+static struct inner *take_inner(void) {
+    return spare.inner[--spare.inners];
+}
 
 struct split {
     uintptr_t key;
@@ -369,7 +386,8 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
         pthread_mutex_unlock(&R.wmutex);
         return rc;
     }
-    atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1, memory_order_relaxed);
+    atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     SEQ_FENCE(memory_order_release);
     if (!R.root) {
         struct leaf *l = take_leaf();
@@ -458,8 +476,12 @@ int dsp_reg_remove(uintptr_t base, struct dsp_range *out) {
 
 /* --- fork -------------------------------------------------------------------- */
 
-void dsp_reg_fork_prepare(void) { pthread_mutex_lock(&R.wmutex); }
-void dsp_reg_fork_parent(void) { pthread_mutex_unlock(&R.wmutex); }
+void dsp_reg_fork_prepare(void) {
+    pthread_mutex_lock(&R.wmutex);
+}
+void dsp_reg_fork_parent(void) {
+    pthread_mutex_unlock(&R.wmutex);
+}
 
 void dsp_reg_fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;

@@ -18,7 +18,7 @@ struct dsp_range {
     void *owner;         /* the manager's span for blocks */
     uint32_t gen;        /* registry generation when it was pinned */
     uint16_t kind;
-    uint16_t flags;      /* free for the layers' own use */
+    uint16_t flags; /* free for the layers' own use */
 };
 
 /* 0; -EINVAL for an empty or wrapping range; -EEXIST when it overlaps a range

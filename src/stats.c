@@ -19,17 +19,19 @@ static const char *const stat_key[DSP_ST_COUNT] = {
 
 void dsp_stat_max(enum dsp_stat_id id, uint64_t v) {
     uint64_t cur = atomic_load_explicit(&dsp_stat[id], memory_order_relaxed);
-    while (v > cur && !atomic_compare_exchange_weak_explicit(&dsp_stat[id], &cur, v, memory_order_relaxed,
-                                                             memory_order_relaxed)) {
+    while (v > cur && !atomic_compare_exchange_weak_explicit(
+                          &dsp_stat[id], &cur, v, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
 
 void dsp_stats_reset(void) {
-    for (int i = 0; i < DSP_ST_COUNT; i++) atomic_store_explicit(&dsp_stat[i], 0, memory_order_relaxed);
+    for (int i = 0; i < DSP_ST_COUNT; i++)
+        atomic_store_explicit(&dsp_stat[i], 0, memory_order_relaxed);
 }
 
 int dsp_stats_format_json(char *buf, size_t cap) {
-    size_t n = (size_t)dsp_fmt(buf, cap, "{\"version\":\"%s\",\"pid\":%d", dsp_version(), (int)getpid());
+    size_t n =
+        (size_t)dsp_fmt(buf, cap, "{\"version\":\"%s\",\"pid\":%d", dsp_version(), (int)getpid());
     for (int i = 0; i < DSP_ST_COUNT; i++) {
         size_t room = n < cap ? cap - n : 0;
         n += (size_t)dsp_fmt(room ? buf + n : NULL, room, ",\"%s\":%llu", stat_key[i],
@@ -65,11 +67,13 @@ static void print_summary(void) {
     char a[32], b[32], c[32], d[32], e[32];
 #define G(k) (unsigned long long)dsp_stat_get(DSP_ST_##k)
     dsp_say("stats: pinned %s now, %s at peak, budget %s; %llu blocks live (%s)",
-            dsp_fmt_bytes(a, sizeof a, G(pinned_bytes)), dsp_fmt_bytes(b, sizeof b, G(pinned_bytes_peak)),
-            dsp_fmt_bytes(c, sizeof c, G(budget_bytes)), G(blocks_live), dsp_fmt_bytes(d, sizeof d, G(live_bytes)));
+            dsp_fmt_bytes(a, sizeof a, G(pinned_bytes)),
+            dsp_fmt_bytes(b, sizeof b, G(pinned_bytes_peak)),
+            dsp_fmt_bytes(c, sizeof c, G(budget_bytes)), G(blocks_live),
+            dsp_fmt_bytes(d, sizeof d, G(live_bytes)));
     dsp_say("stats: pool %llu hits, %llu misses, %s cached, %llu released; newly pinned %s",
-            G(pool_hits), G(pool_misses), dsp_fmt_bytes(a, sizeof a, G(pool_cached_bytes)), G(pool_releases),
-            dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
+            G(pool_hits), G(pool_misses), dsp_fmt_bytes(a, sizeof a, G(pool_cached_bytes)),
+            G(pool_releases), dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
     dsp_say("stats: %llu pin failures, %llu budget refusals, %llu fallbacks to the real function",
             G(pin_failures), G(budget_refusals), G(fallbacks));
 #undef G

@@ -15,7 +15,9 @@ int main(int argc, char **argv) {
             printf("usage: dspreload-env [--markdown]\n");
             return 0;
         } else {
-            fprintf(stderr, "dspreload-env: unknown argument '%s'\nusage: dspreload-env [--markdown]\n", argv[i]);
+            fprintf(stderr,
+                    "dspreload-env: unknown argument '%s'\nusage: dspreload-env [--markdown]\n",
+                    argv[i]);
             return 2;
         }
     }

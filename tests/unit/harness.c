@@ -50,15 +50,15 @@ int main(void) {
         }
         if (WIFSIGNALED(st)) {
             crashed++;
-            fprintf(stderr, "[FAIL] %s::%s: killed by signal %d%s\n", t->suite, t->name, WTERMSIG(st),
-                    WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
+            fprintf(stderr, "[FAIL] %s::%s: killed by signal %d%s\n", t->suite, t->name,
+                    WTERMSIG(st), WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
         } else {
             failed++;
             fprintf(stderr, "[FAIL] %s::%s: exit status %d\n", t->suite, t->name, WEXITSTATUS(st));
         }
     }
-    fprintf(stderr, "[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: %d\n", total, passed,
-            failed, crashed);
+    fprintf(stderr, "[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: %d\n",
+            total, passed, failed, crashed);
     return failed || crashed ? 1 : 0;
 }
 #endif

@@ -119,7 +119,8 @@ const char *log_capture_collect(void) {
     static char buf[1 << 16];
     size_t n = 0;
     ssize_t r;
-    while (n < sizeof buf - 1 && (r = read(capture_fd, buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)r;
+    while (n < sizeof buf - 1 && (r = read(capture_fd, buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)r;
     buf[n] = 0;
     return buf;
 }

@@ -57,8 +57,9 @@ Test(alloc, free_rejects_what_is_not_a_live_base) {
     struct {
         void *ptr;
         const char *what;
-    } bad[] = {{p + 4096, "interior"}, {p + 1, "unaligned interior"}, {&stack_var, "stack"},
-               {heap, "malloc"},       {NULL, "NULL"},               {(void *)1, "wild"}};
+    } bad[] = {{p + 4096, "interior"}, {p + 1, "unaligned interior"},
+               {&stack_var, "stack"},  {heap, "malloc"},
+               {NULL, "NULL"},         {(void *)1, "wild"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         errno = 0;
         cr_assert_eq(dsp_free(bad[i].ptr), -1, "%s", bad[i].what);
@@ -93,13 +94,15 @@ Test(alloc, blocks_do_not_overlap) {
         memset(p[i], i, len[i]);
     }
     for (int i = 0; i < N; i++)
-        for (size_t j = 0; j < len[i]; j += 512) cr_assert_eq((unsigned char)p[i][j], (unsigned char)i);
+        for (size_t j = 0; j < len[i]; j += 512)
+            cr_assert_eq((unsigned char)p[i][j], (unsigned char)i);
     for (int i = 0; i < N; i += 2) cr_assert_eq(dsp_free(p[i]), 0);
     for (int i = 1; i < N; i += 2) cr_assert(dsp_is_pinned(p[i], len[i]));
 }
 
 Test(alloc, version_matches_header) {
     char want[32];
-    snprintf(want, sizeof want, "%d.%d.%d", DSP_VERSION_MAJOR, DSP_VERSION_MINOR, DSP_VERSION_PATCH);
+    snprintf(want, sizeof want, "%d.%d.%d", DSP_VERSION_MAJOR, DSP_VERSION_MINOR,
+             DSP_VERSION_PATCH);
     cr_assert_str_eq(dsp_version(), want);
 }

@@ -12,7 +12,8 @@ void *__real_dsp_slab_alloc(struct dsp_slab *s);
 static atomic_int fail_in = -1; /* fail the Nth span allocation from now */
 
 void *__wrap_dsp_slab_alloc(struct dsp_slab *s) {
-    if (s == &dsp_mgr.spans && atomic_load(&fail_in) >= 0 && atomic_fetch_sub(&fail_in, 1) == 0) return NULL;
+    if (s == &dsp_mgr.spans && atomic_load(&fail_in) >= 0 && atomic_fetch_sub(&fail_in, 1) == 0)
+        return NULL;
     return __real_dsp_slab_alloc(s);
 }
 
@@ -32,7 +33,8 @@ Test(arena, failed_span_allocation_leaves_no_overlap) {
     void *more[4];
     for (int i = 0; i < 4; i++) more[i] = dsp_alloc((2 << 20) - 8192);
     for (int i = 0; i < 4; i++) cr_assert_not_null(more[i]);
-    for (size_t off = 0; off < (2u << 20); off += 4096) cr_assert_eq((unsigned char)c[off], 0x5a, "block overwritten");
+    for (size_t off = 0; off < (2u << 20); off += 4096)
+        cr_assert_eq((unsigned char)c[off], 0x5a, "block overwritten");
     cr_assert(dsp_is_pinned(c, 2 << 20));
     /* Spans tile the arena: each starts where the previous ends. */
     pthread_mutex_lock(&dsp_mgr.mu);

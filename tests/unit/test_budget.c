@@ -12,7 +12,9 @@ static int count(const char *hay, const char *needle) {
     return n;
 }
 
-static void budget_4m(void) { setenv("DSP_MAX_PINNED", "4M", 1); }
+static void budget_4m(void) {
+    setenv("DSP_MAX_PINNED", "4M", 1);
+}
 
 Test(budget, refuses_past_max_pinned_then_recovers, .init = budget_4m) {
     log_capture_start();
@@ -26,7 +28,8 @@ Test(budget, refuses_past_max_pinned_then_recovers, .init = budget_4m) {
     }
     cr_assert_eq(stat_of("budget_refusals"), 5);
     const char *log = log_capture_collect();
-    cr_assert_eq(count(log, "DSP_MAX_PINNED=4 MiB reached"), 1, "one line, not one per failure: %s", log);
+    cr_assert_eq(count(log, "DSP_MAX_PINNED=4 MiB reached"), 1, "one line, not one per failure: %s",
+                 log);
     cr_assert(strstr(log, "raise DSP_MAX_PINNED"));
     cr_assert_eq(dsp_free(a), 0);
     char *b = dsp_alloc(2 << 20);
@@ -83,7 +86,9 @@ Test(budget, pool_max_never_exceeds_budget, .init = pool_larger_than_budget) {
     cr_assert_eq(stat_of("pool_max_bytes"), 2 << 20);
 }
 
-static void budget_6m(void) { setenv("DSP_MAX_PINNED", "6M", 1); }
+static void budget_6m(void) {
+    setenv("DSP_MAX_PINNED", "6M", 1);
+}
 
 /* Regression: a request that could not fit even with the pool empty used to
  * empty the pool anyway before being refused. */

@@ -41,7 +41,9 @@ Test(config, auto_only_where_the_default_is_auto) {
 }
 
 Test(config, malformed_and_overflowing_sizes_are_rejected) {
-    const char *bad[] = {"", "G", "12Q", "1.5B", "12BB", "4GB2", "1.5", "-1", "1..5G", "99999999999999999999", "16777216T", "3 G", "0x10", "5%%"};
+    const char *bad[] = {"",          "G",   "12Q",  "1.5B",  "12BB",
+                         "4GB2",      "1.5", "-1",   "1..5G", "99999999999999999999",
+                         "16777216T", "3 G", "0x10", "5%%"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         cr_assert_eq(parse(DSP_OPT_POOL_MAX, bad[i]), -999, "'%s' should be rejected", bad[i]);
 }
@@ -61,8 +63,8 @@ Test(config, enums_bools_and_ints) {
 Test(config, every_default_parses) {
     for (int i = 0; i < DSP_OPT_COUNT; i++) {
         long long v;
-        cr_assert_eq(dsp_config_parse((enum dsp_opt_id)i, dsp_opt_desc[i].def, RAM, &v), 0, "%s default '%s'",
-                     dsp_opt_desc[i].name, dsp_opt_desc[i].def);
+        cr_assert_eq(dsp_config_parse((enum dsp_opt_id)i, dsp_opt_desc[i].def, RAM, &v), 0,
+                     "%s default '%s'", dsp_opt_desc[i].name, dsp_opt_desc[i].def);
     }
 }
 
@@ -71,7 +73,8 @@ Test(config, bad_value_names_variable_and_forms_and_keeps_default) {
     char *env[] = {"DSP_POOL_MAX=lots", "DSP_LOG=debug", NULL};
     dsp_config_load(env, RAM);
     const char *out = log_capture_collect();
-    cr_assert(strstr(out, "DSP_POOL_MAX=lots is not valid (accepted: bytes (4G) or a share of RAM (10%)); using the default 10%"),
+    cr_assert(strstr(out, "DSP_POOL_MAX=lots is not valid (accepted: bytes (4G) or a share of RAM "
+                          "(10%)); using the default 10%"),
               "got: %s", out);
     cr_assert_eq(dsp_opt(DSP_OPT_POOL_MAX), (long long)(RAM / 10));
     cr_assert_eq(dsp_opt(DSP_OPT_LOG), DSP_LOG_DEBUG);
@@ -82,8 +85,10 @@ Test(config, unknown_variable_gets_closest_name) {
     char *env[] = {"DSP_MAX_PINED=4G", "DSP_ZZZZZZZZ=1", "PATH=/bin", NULL};
     dsp_config_load(env, RAM);
     const char *out = log_capture_collect();
-    cr_assert(strstr(out, "unknown variable DSP_MAX_PINED ignored; did you mean DSP_MAX_PINNED?"), "got: %s", out);
-    cr_assert(strstr(out, "unknown variable DSP_ZZZZZZZZ ignored; `dspreload env` lists"), "got: %s", out);
+    cr_assert(strstr(out, "unknown variable DSP_MAX_PINED ignored; did you mean DSP_MAX_PINNED?"),
+              "got: %s", out);
+    cr_assert(strstr(out, "unknown variable DSP_ZZZZZZZZ ignored; `dspreload env` lists"),
+              "got: %s", out);
     cr_assert_eq(dsp_opt(DSP_OPT_MAX_PINNED), (long long)DSP_SIZE_AUTO);
 }
 

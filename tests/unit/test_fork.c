@@ -23,14 +23,14 @@ Test(fork, child_does_not_claim_inherited_blocks_are_pinned) {
     pid_t pid = fork();
     if (pid == 0) {
         int rc = 0;
-        if (dsp_is_pinned(p, 1)) rc |= 1;               /* mlock is not inherited */
-        if (status_kb("VmLck") != 0) rc |= 2;           /* really nothing locked here */
-        if (p[12345] != 7) rc |= 4;                     /* data still readable */
+        if (dsp_is_pinned(p, 1)) rc |= 1;     /* mlock is not inherited */
+        if (status_kb("VmLck") != 0) rc |= 2; /* really nothing locked here */
+        if (p[12345] != 7) rc |= 4;           /* data still readable */
         if (stat_of("pinned_bytes") != 0) rc |= 8;
         if (stat_of("pool_cached_bytes") != 0) rc |= 16; /* unlocked pool given back */
-        char *q = dsp_alloc(1 << 20);                   /* fresh pins work in the child */
+        char *q = dsp_alloc(1 << 20);                    /* fresh pins work in the child */
         if (!q || !dsp_is_pinned(q, 1 << 20) || status_kb("VmLck") < 1024) rc |= 32;
-        if (dsp_free(p) != 0) rc |= 64;                 /* inherited blocks can be freed */
+        if (dsp_free(p) != 0) rc |= 64; /* inherited blocks can be freed */
         _exit(rc);
     }
     cr_assert_eq(child_status(pid), 0, "child checks failed (bit mask)");

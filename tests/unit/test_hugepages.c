@@ -25,7 +25,8 @@ Test(hugepages, auto_asks_for_them_on_large_blocks_only) {
     cr_assert(has_flag(big, "hg"));
     cr_assert_not(has_flag(small, "hg"));
     cr_assert(dsp_is_pinned(big, 4 << 20));
-    cr_assert_not(dsp_is_pinned(big, (4 << 20) + 1), "the range stays the asked size, not a huge page more");
+    cr_assert_not(dsp_is_pinned(big, (4 << 20) + 1),
+                  "the range stays the asked size, not a huge page more");
 }
 
 Test(hugepages, odd_large_size_keeps_its_exact_range) {
@@ -35,14 +36,18 @@ Test(hugepages, odd_large_size_keeps_its_exact_range) {
     cr_assert_not(dsp_is_pinned(p, (3 << 20) + 4096 * 4 + 1));
 }
 
-static void never(void) { setenv("DSP_HUGEPAGES", "never", 1); }
+static void never(void) {
+    setenv("DSP_HUGEPAGES", "never", 1);
+}
 Test(hugepages, never_forbids_them, .init = never) {
     char *big = dsp_alloc(4 << 20);
     cr_assert(has_flag(big, "nh"));
     cr_assert_not(has_flag(big, "hg"));
 }
 
-static void always(void) { setenv("DSP_HUGEPAGES", "always", 1); }
+static void always(void) {
+    setenv("DSP_HUGEPAGES", "always", 1);
+}
 Test(hugepages, always_asks_on_every_block, .init = always) {
     char *small = dsp_alloc(64 << 10);
     cr_assert(has_flag(small, "hg"));

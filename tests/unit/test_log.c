@@ -50,7 +50,9 @@ Test(log, long_lines_are_cut_but_end_with_newline) {
     cr_assert_eq(out[n - 1], '\n');
 }
 
-static void log_error_only(void) { setenv("DSP_LOG", "error", 1), setenv("DSP_MAX_PINNED", "1M", 1); }
+static void log_error_only(void) {
+    setenv("DSP_LOG", "error", 1), setenv("DSP_MAX_PINNED", "1M", 1);
+}
 Test(log, dsp_log_env_silences_warnings, .init = log_error_only) {
     log_capture_start();
     cr_assert_null(dsp_alloc(2 << 20));

@@ -48,7 +48,9 @@ Test(pool, best_fit_prefers_the_tighter_block) {
     cr_assert_eq(dsp_alloc(6 << 20), big);
 }
 
-static void pool_max_1m(void) { setenv("DSP_POOL_MAX", "1M", 1); }
+static void pool_max_1m(void) {
+    setenv("DSP_POOL_MAX", "1M", 1);
+}
 
 Test(pool, trimmed_to_pool_max_and_unlocked, .init = pool_max_1m) {
     char *p[4];
@@ -78,7 +80,7 @@ Test(pool, trim_gives_everything_back) {
 /* Each thread stamps its blocks and checks the stamp survives: a block handed
  * to two owners at once would be overwritten by the other. */
 #define THREADS 4
-#define ROUNDS 3000
+#define ROUNDS  3000
 static atomic_int broken;
 
 static void *churn(void *arg) {
@@ -90,8 +92,10 @@ static void *churn(void *arg) {
         int k = (int)(x >> 8) % 8;
         if (held[k]) {
             for (size_t off = 0; off < len[k]; off += 4096)
-                if (held[k][off] != (char)id || held[k][len[k] - 1] != (char)id) atomic_fetch_add(&broken, 1);
-            if (!dsp_is_pinned(held[k], len[k]) || dsp_free(held[k]) != 0) atomic_fetch_add(&broken, 1);
+                if (held[k][off] != (char)id || held[k][len[k] - 1] != (char)id)
+                    atomic_fetch_add(&broken, 1);
+            if (!dsp_is_pinned(held[k], len[k]) || dsp_free(held[k]) != 0)
+                atomic_fetch_add(&broken, 1);
             held[k] = NULL;
         } else {
             len[k] = 4096 * (1 + (x >> 16) % 64);

@@ -68,8 +68,12 @@ static uint64_t next(void) {
 
 #define MILLION 1000000
 /* Range i: [BASE + i*16K, +len(i)), len 4K..12K; gaps between all ranges. */
-static uintptr_t rbase(size_t i) { return BASE + i * 16384; }
-static size_t rlen(size_t i) { return 4096 + (i % 3) * 4096; }
+static uintptr_t rbase(size_t i) {
+    return BASE + i * 16384;
+}
+static size_t rlen(size_t i) {
+    return 4096 + (i % 3) * 4096;
+}
 
 static void check_all(const unsigned char *present, size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -123,7 +127,7 @@ Test(registry, one_million_ranges_random_order, .timeout = 120) {
 /* Readers check ranges that never change while writers insert and remove
  * others in between: a reader must never miss a stable range or see a
  * volatile one with the wrong bounds. */
-#define STABLE 20000
+#define STABLE  20000
 #define READERS 3
 #define WRITERS 2
 static atomic_int stop, failures;
@@ -139,7 +143,8 @@ static void *reader(void *arg) {
         if (!dsp_reg_contains(b + (x >> 40) % 4096, 1)) atomic_fetch_add(&failures, 1);
         struct dsp_range r;
         uintptr_t v = b + 16384 + (x >> 20) % 4096;
-        if (dsp_reg_find(v, &r) && (r.base != b + 16384 || r.end != b + 20480)) atomic_fetch_add(&failures, 1);
+        if (dsp_reg_find(v, &r) && (r.base != b + 16384 || r.end != b + 20480))
+            atomic_fetch_add(&failures, 1);
         n++;
     }
     atomic_fetch_add(&reads, n);
@@ -211,7 +216,8 @@ Test(registry, readers_follow_new_nodes_while_the_tree_grows, .timeout = 120) {
     for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, prober, NULL);
     for (size_t i = 0; i < 200000; i++) {
         uintptr_t b = BASE + i * 8192;
-        if (dsp_reg_insert(b, 4096, DSP_RANGE_EXTERNAL, 0, NULL) != 0) atomic_fetch_add(&failures, 1);
+        if (dsp_reg_insert(b, 4096, DSP_RANGE_EXTERNAL, 0, NULL) != 0)
+            atomic_fetch_add(&failures, 1);
         atomic_store(&newest, b);
     }
     atomic_store(&stop, 1);

@@ -17,8 +17,8 @@ Test(stats, json_is_valid_and_has_the_required_keys) {
     int n = dsp_stats_json(buf, sizeof buf);
     cr_assert_eq(n, (int)strlen(buf));
     cr_assert(json_valid(buf), "%s", buf);
-    const char *keys[] = {"pinned_bytes", "pinned_bytes_peak", "blocks_live", "pool_hits", "pool_misses",
-                          "pin_failures", "fallbacks"};
+    const char *keys[] = {"pinned_bytes", "pinned_bytes_peak", "blocks_live", "pool_hits",
+                          "pool_misses",  "pin_failures",      "fallbacks"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         cr_assert_geq(json_number(buf, keys[i]), 0, "key %s missing in %s", keys[i], buf);
     cr_assert_eq(json_number(buf, "blocks_live"), 1);
@@ -57,7 +57,8 @@ Test(stats, path_pattern_expands_pid) {
 }
 
 /* At exit, through the shared library's destructor: run the helper program. */
-static int run_prog(const char *stats_file, const char *stats, char *err, size_t cap, pid_t *child) {
+static int run_prog(const char *stats_file, const char *stats, char *err, size_t cap,
+                    pid_t *child) {
     const char *prog = getenv("DSPRELOAD_TEST_STATS_PROG");
     cr_assert_not_null(prog, "meson sets DSPRELOAD_TEST_STATS_PROG");
     int fds[2];
