@@ -77,6 +77,7 @@ struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len) {
     if (!t) return NULL;
     t->locked = s->locked;
     t->huge = s->huge;
+    t->counted = s->counted; /* registered spans are never split */
     s->len = len;
     link_after(s, t);
     return t;

@@ -53,23 +53,31 @@ static void fork_child(void) {
     dsp_stats_reset();
     dsp_stat_set(DSP_ST_budget_bytes, budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
+    /* Nothing is locked or registered here: the child must never call CUDA
+     * for inherited memory, so registered spans are dropped, not unregistered. */
+    m->pinned = m->locked = 0;
+    m->quarantine = NULL;
+    m->quarantine_bytes = m->quarantine_syncing = 0;
     size_t live = 0, blocks = 0;
     for (struct dsp_span *s = m->first, *next; s; s = next) {
         next = s->anext;
-        s->locked = 0;
-        if (s->state != DSP_SPAN_LIVE) continue;
-        struct dsp_range r;
-        if (dsp_reg_find(s->base, &r) && r.owner == s) {
-            live += s->len, blocks++;
-        } else {
-            /* Another parent thread was still populating it: nobody here owns
-             * it, so give it back rather than leak it. */
-            dsp_pin_drop(s);
-            next = dsp_arena_vacate(s)->anext; /* it may have merged with next */
+        int was_reg = s->reg;
+        s->locked = s->counted = s->reg = 0;
+        if (s->state == DSP_SPAN_VACANT) continue;
+        if (s->state == DSP_SPAN_CACHED) {
+            dsp_bins_remove(was_reg ? &m->cuda_cached : &m->cached, s);
+        } else if (s->state == DSP_SPAN_LIVE) {
+            struct dsp_range r;
+            if (dsp_reg_find(s->base, &r) && r.owner == s) {
+                live += s->block, blocks++;
+                continue;
+            }
+            /* Another parent thread was populating or evicting it: nobody here
+             * owns it. */
         }
+        dsp_pin_drop(s);
+        next = dsp_arena_vacate(s)->anext; /* it may have merged with next */
     }
-    m->pinned = 0;
-    dsp_pool_release_until(0);
     dsp_stat_set(DSP_ST_live_bytes, live);
     dsp_stat_set(DSP_ST_blocks_live, blocks);
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());

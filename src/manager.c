@@ -1,4 +1,6 @@
-/* The public API: dsp_alloc, dsp_free, dsp_is_pinned and friends. */
+/* Blocks: the public API (dsp_alloc, dsp_free, dsp_is_pinned, ...) and the
+ * layers' API (block.h) over the arena, pool, budget and registry. */
+#include "block.h"
 #include "log.h"
 #include "manager.h"
 #include "registry.h"
@@ -8,28 +10,34 @@
 
 static int reserve_logged, exhausted_logged, meta_logged;
 
-static void count_live(struct dsp_span *s, int sign) {
+static void count_live(size_t len, int sign) {
     if (sign > 0) {
-        dsp_stat_add(DSP_ST_live_bytes, s->len);
+        dsp_stat_add(DSP_ST_live_bytes, len);
         dsp_stat_add(DSP_ST_blocks_live, 1);
     } else {
-        dsp_stat_sub(DSP_ST_live_bytes, s->len);
+        dsp_stat_sub(DSP_ST_live_bytes, len);
         dsp_stat_sub(DSP_ST_blocks_live, 1);
     }
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());
 }
 
-/* Returns a cached span to the pool, or gives it back at once when it is not
- * locked (inherited across fork) or the pool is over DSP_POOL_MAX. */
+/* A freed span: registered ones wait in quarantine for the CUDA layer's sync;
+ * unlocked ones (inherited across fork, or CUDA blocks that were never
+ * registered) go straight back; the rest are pooled up to DSP_POOL_MAX, which
+ * counts the CUDA pool too. */
 static void retire(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
+    if (s->reg) {
+        dsp_quarantine_put(s);
+        return;
+    }
     if (!s->locked) {
-        dsp_pin_drop(s); /* cannot fail for an unlocked span */
-        dsp_arena_vacate(s);
+        dsp_span_release(s);
         return;
     }
     dsp_pool_put(s);
-    dsp_pool_release_until(m->pool_max);
+    size_t cuda = m->cuda_cached.bytes + m->quarantine_bytes + m->quarantine_syncing;
+    dsp_pool_release_until(m->pool_max > cuda ? m->pool_max - cuda : 0);
 }
 
 static void *fail(int err) {
@@ -37,25 +45,45 @@ static void *fail(int err) {
     return NULL;
 }
 
-DSP_API void *dsp_alloc(size_t size) {
+static void fill(struct dsp_block *out, const struct dsp_span *s) {
+    if (!out) return;
+    out->base = s->base;
+    out->len = s->block;
+    out->span_len = s->len;
+    out->flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
+}
+
+/* Under mu: publishes a span as a live block of len bytes. */
+static int go_live(struct dsp_span *s, size_t len) {
+    s->block = len;
+    unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
+    if (dsp_reg_insert(s->base, len, DSP_RANGE_BLOCK, flags, s) != 0) {
+        dsp_log_once(&meta_logged, DSP_LOG_WARN, "out of memory for the registry; the caller falls back");
+        dsp_stat_add(DSP_ST_pin_failures, 1);
+        return -1;
+    }
+    count_live(len, 1);
+    return 0;
+}
+
+void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (!size) return fail(EINVAL);
     if (size > ((size_t)1 << 56) || !dsp_ensure_init()) return fail(ENOMEM);
     struct dsp_manager *m = &dsp_mgr;
     size_t len = dsp_align_up(size, DSP_PAGE);
+    int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
 
     pthread_mutex_lock(&m->mu);
-    struct dsp_span *s = dsp_pool_get(len);
+    struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
+    if (!s) s = dsp_pool_get(len);
     if (s) {
-        if (dsp_reg_insert(s->base, s->len, DSP_RANGE_BLOCK, 0, s) != 0) {
+        if (go_live(s, len) != 0) {
             retire(s);
             pthread_mutex_unlock(&m->mu);
-            dsp_log_once(&meta_logged, DSP_LOG_WARN,
-                         "out of memory for the registry; the caller falls back");
-            dsp_stat_add(DSP_ST_pin_failures, 1);
             return fail(ENOMEM);
         }
         dsp_stat_add(DSP_ST_pool_hits, 1);
-        count_live(s, 1);
+        fill(out, s);
         pthread_mutex_unlock(&m->mu);
         return (void *)s->base;
     }
@@ -63,69 +91,121 @@ DSP_API void *dsp_alloc(size_t size) {
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
         pthread_mutex_unlock(&m->mu);
         dsp_log_once(&reserve_logged, DSP_LOG_WARN,
-                     "cannot reserve address space for pinned blocks "
-                     "(ulimit -v?); lower DSP_ARENA_SIZE");
+                     "cannot reserve address space for pinned blocks (ulimit -v?); lower "
+                     "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
-    if (dsp_budget_reserve(len) != 0) {
-        pthread_mutex_unlock(&m->mu);
-        return fail(ENOMEM);
+    /* Locked if the budget allows; a CUDA block may go unlocked instead, since
+     * the driver's registration pins it whatever RLIMIT_MEMLOCK says. */
+    int lock = 1;
+    if (dsp_budget_reserve(len, 1, optional) != 0) {
+        if (!optional || dsp_budget_reserve(len, 0, 0) != 0) {
+            pthread_mutex_unlock(&m->mu);
+            return fail(ENOMEM);
+        }
+        lock = 0;
     }
     int huge = m->huge_mode == 1 || (m->huge_mode == 0 && len >= DSP_HUGE_PAGE);
     s = dsp_arena_take(len, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
-        dsp_budget_release(len);
+        dsp_budget_release(len, lock);
         pthread_mutex_unlock(&m->mu);
         dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
-                     "no address space left for pinned blocks (DSP_ARENA_SIZE); "
-                     "raise DSP_ARENA_SIZE");
+                     "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
+                     "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
     pthread_mutex_unlock(&m->mu);
 
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
-    int rc = dsp_pin_populate_lock(s);
+    int rc = dsp_pin_populate_lock(s, lock, optional);
 
     pthread_mutex_lock(&m->mu);
-    if (rc == 0 && dsp_reg_insert(s->base, s->len, DSP_RANGE_BLOCK, 0, s) != 0) {
-        rc = -ENOMEM;
-        if (dsp_pin_drop(s) != 0) { /* still locked: keep it, pooled and counted */
-            dsp_pool_put(s);
-            pthread_mutex_unlock(&m->mu);
-            dsp_stat_add(DSP_ST_pin_failures, 1);
-            return fail(ENOMEM);
-        }
+    if (rc == 0 && lock && !s->locked) { /* mlock refused, and that was allowed */
+        dsp_budget_unlock(len);
+        lock = 0;
     }
     if (rc != 0) {
-        dsp_budget_release(len);
+        dsp_budget_release(len, lock);
         dsp_arena_vacate(s);
         pthread_mutex_unlock(&m->mu);
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
+    s->counted = 1;
+    if (go_live(s, len) != 0) {
+        retire(s);
+        pthread_mutex_unlock(&m->mu);
+        return fail(ENOMEM);
+    }
     dsp_stat_add(DSP_ST_pinned_new_bytes, len);
-    count_live(s, 1);
+    fill(out, s);
     pthread_mutex_unlock(&m->mu);
     return (void *)s->base;
 }
 
-DSP_API int dsp_free(void *ptr) {
-    if (!ptr || !dsp_in_arena(ptr)) return errno = EINVAL, -1;
+static int to_block(const struct dsp_range *r, struct dsp_block *out) {
+    if (r->kind != DSP_RANGE_BLOCK) return 0;
+    out->base = r->base;
+    out->len = r->end - r->base;
+    out->span_len = out->len; /* only registered blocks ever sit on a larger span */
+    out->flags = r->flags;
+    return 1;
+}
+
+int dsp_block_find(const void *p, struct dsp_block *out) {
+    struct dsp_range r;
+    if (!dsp_in_arena(p) || !dsp_reg_find((uintptr_t)p, &r)) return 0;
+    if (r.gen != dsp_reg_generation()) return 0;
+    return to_block(&r, out);
+}
+
+int dsp_block_at(uintptr_t base, struct dsp_block *out) {
+    struct dsp_range r;
+    if (!dsp_in_arena((void *)base) || !dsp_reg_find(base, &r) || r.base != base) return 0;
+    return to_block(&r, out);
+}
+
+int dsp_block_set_registered(uintptr_t base, unsigned user) {
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
     pthread_mutex_lock(&m->mu);
-    if (!dsp_reg_find((uintptr_t)ptr, &r) || r.base != (uintptr_t)ptr ||
-        r.kind != DSP_RANGE_BLOCK) {
+    int rc = -EINVAL;
+    if (dsp_reg_find(base, &r) && r.base == base && r.kind == DSP_RANGE_BLOCK) {
+        struct dsp_span *s = r.owner;
+        s->reg = 1;
+        s->user = user & DSP_BLOCKF_USER;
+        rc = dsp_reg_set_flags(base, DSP_BLOCKF_REG | s->user);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int dsp_block_free(uintptr_t base) {
+    if (!base || !dsp_in_arena((void *)base)) return -EINVAL;
+    struct dsp_manager *m = &dsp_mgr;
+    struct dsp_range r;
+    pthread_mutex_lock(&m->mu);
+    if (!dsp_reg_find(base, &r) || r.base != base || r.kind != DSP_RANGE_BLOCK) {
         pthread_mutex_unlock(&m->mu);
-        return errno = EINVAL, -1;
+        return -EINVAL;
     }
     dsp_reg_remove(r.base, NULL);
-    struct dsp_span *s = r.owner;
-    count_live(s, -1);
-    retire(s);
+    count_live(r.end - r.base, -1);
+    retire(r.owner);
     pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+DSP_API void *dsp_alloc(size_t size) {
+    return dsp_block_alloc(size, 0, NULL);
+}
+
+DSP_API int dsp_free(void *ptr) {
+    int rc = dsp_block_free((uintptr_t)ptr);
+    if (rc) return errno = -rc, -1;
     return 0;
 }
 
@@ -138,6 +218,8 @@ DSP_API size_t dsp_trim(void) {
     pthread_mutex_lock(&dsp_mgr.mu);
     size_t n = dsp_pool_release_until(0);
     pthread_mutex_unlock(&dsp_mgr.mu);
+    size_t (*layer)(void) = __atomic_load_n(&dsp_mgr.on_trim, __ATOMIC_ACQUIRE);
+    if (layer) n += layer();
     return n;
 }
 

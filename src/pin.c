@@ -83,7 +83,9 @@ static int auto_threads(size_t len) {
 
 static int memlock_missing_logged, map_logged, populate_logged, mlock_logged;
 
-int dsp_pin_populate_lock(struct dsp_span *s) {
+static int unlocked_logged;
+
+int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
     void *base = (void *)s->base;
     char a[32], b[32];
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
@@ -108,10 +110,18 @@ int dsp_pin_populate_lock(struct dsp_span *s) {
         dsp_pin_drop(s);
         return rc;
     }
+    s->locked = 0;
+    if (!lock) return 0;
     /* The raw syscall: the sanitizers' mlock interceptors silently do nothing,
      * which would make the ASan/TSan suites test a manager that pins nothing. */
     if (syscall(SYS_mlock, base, s->len) != 0) {
         int err = errno;
+        if (lock_optional) { /* the CUDA driver will pin it by registration */
+            dsp_log_once(&unlocked_logged, DSP_LOG_INFO,
+                         "mlock of %s refused (%s); the block is pinned by CUDA registration alone",
+                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+            return 0;
+        }
         size_t lim = dsp_sys_memlock_limit();
         if (!dsp_sys_has_ipc_lock() && lim != (size_t)-1)
             dsp_log_once(&memlock_missing_logged, DSP_LOG_WARN,

@@ -1,11 +1,17 @@
 /* The pool: freed blocks stay populated and locked, indexed by size, and serve
  * later allocations (split when larger than asked). Neighbouring cached spans
- * coalesce, so a freed 1 GiB block can later serve two 512 MiB ones and back. */
+ * coalesce, so a freed 1 GiB block can later serve two 512 MiB ones and back.
+ *
+ * Spans registered with the CUDA driver are pooled apart (cuda_cached): a
+ * registration can only be undone at its exact base, so they are never split
+ * or merged, and only the CUDA layer reuses or releases them (it alone may
+ * call the driver). */
 #include "manager.h"
 #include "stats.h"
 
 static void publish(void) {
-    dsp_stat_set(DSP_ST_pool_cached_bytes, dsp_mgr.cached.bytes);
+    struct dsp_manager *m = &dsp_mgr;
+    dsp_stat_set(DSP_ST_pool_cached_bytes, m->cached.bytes + m->cuda_cached.bytes + m->quarantine_bytes);
 }
 
 struct dsp_span *dsp_pool_get(size_t len) {
@@ -26,13 +32,31 @@ struct dsp_span *dsp_pool_get(size_t len) {
     return s;
 }
 
+/* A registered span of at least len bytes and at most a quarter more (the
+ * rest of it is idle while the block lives), or NULL. */
+struct dsp_span *dsp_pool_get_registered(size_t len) {
+    struct dsp_manager *m = &dsp_mgr;
+    struct dsp_span *s = dsp_bins_find(&m->cuda_cached, len);
+    if (!s || s->len - len > len / 4) return NULL;
+    dsp_bins_remove(&m->cuda_cached, s);
+    s->state = DSP_SPAN_LIVE;
+    publish();
+    return s;
+}
+
 static int mergeable(const struct dsp_span *a, const struct dsp_span *b) {
-    return a && a->state == DSP_SPAN_CACHED && a->locked == b->locked;
+    return a && a->state == DSP_SPAN_CACHED && !a->reg && a->locked == b->locked &&
+           a->counted == b->counted;
 }
 
 void dsp_pool_put(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
     s->state = DSP_SPAN_CACHED;
+    if (s->reg) {
+        dsp_bins_insert(&m->cuda_cached, s);
+        publish();
+        return;
+    }
     struct dsp_span *p = s->aprev, *n = s->anext;
     if (mergeable(p, s)) {
         dsp_bins_remove(&m->cached, p);
@@ -51,6 +75,49 @@ void dsp_pool_put(struct dsp_span *s) {
     publish();
 }
 
+void dsp_quarantine_put(struct dsp_span *s) {
+    struct dsp_manager *m = &dsp_mgr;
+    s->state = DSP_SPAN_QUARANTINE;
+    s->bprev = NULL;
+    s->bnext = m->quarantine;
+    m->quarantine = s;
+    m->quarantine_bytes += s->len;
+    publish();
+}
+
+struct dsp_span *dsp_quarantine_take(void) {
+    struct dsp_manager *m = &dsp_mgr;
+    struct dsp_span *list = m->quarantine;
+    m->quarantine = NULL;
+    m->quarantine_bytes = 0;
+    /* They stay QUARANTINE (and in no index) until dsp_quarantine_release. */
+    size_t bytes = 0;
+    for (struct dsp_span *s = list; s; s = s->bnext) bytes += s->len;
+    m->quarantine_syncing += bytes;
+    return list;
+}
+
+void dsp_quarantine_release(struct dsp_span *list) {
+    struct dsp_manager *m = &dsp_mgr;
+    while (list) {
+        struct dsp_span *next = list->bnext;
+        m->quarantine_syncing -= list->len;
+        dsp_pool_put(list);
+        list = next;
+    }
+    publish();
+}
+
+void dsp_span_release(struct dsp_span *s) {
+    if (s->counted) dsp_budget_release(s->len, s->locked);
+    s->counted = 0;
+    s->reg = 0;
+    s->user = 0;
+    dsp_pin_drop(s); /* cannot fail once unlocked or when not locked; see callers */
+    dsp_arena_vacate(s);
+    dsp_stat_add(DSP_ST_pool_releases, 1);
+}
+
 /* Largest first: one big release frees the most memory for one syscall and
  * keeps the many small blocks that are cheap to keep and common to reuse. */
 size_t dsp_pool_release_until(size_t cached_max) {
@@ -61,14 +128,29 @@ size_t dsp_pool_release_until(size_t cached_max) {
         int was_locked = s->locked;
         if (dsp_pin_drop(s) != 0) break; /* logged; it stays cached and counted */
         dsp_bins_remove(&m->cached, s);
-        if (was_locked) {
-            m->pinned -= s->len;
-            dsp_stat_set(DSP_ST_pinned_bytes, m->pinned);
-        }
+        if (s->counted) dsp_budget_release(s->len, was_locked);
+        s->counted = 0;
         released += s->len;
         dsp_arena_vacate(s);
         dsp_stat_add(DSP_ST_pool_releases, 1);
     }
     publish();
     return released;
+}
+
+/* Takes up to max registered pooled spans, largest first, while the CUDA pool
+ * holds more than keep bytes: the caller unregisters each (outside the lock)
+ * and then hands it to dsp_span_release. They are LIVE meanwhile, in no index
+ * and not in the registry, so nothing else touches them. */
+size_t dsp_pool_evict_registered(size_t keep, struct dsp_span **out, size_t max) {
+    struct dsp_manager *m = &dsp_mgr;
+    size_t n = 0;
+    while (n < max && m->cuda_cached.bytes > keep) {
+        struct dsp_span *s = dsp_bins_largest(&m->cuda_cached);
+        dsp_bins_remove(&m->cuda_cached, s);
+        s->state = DSP_SPAN_LIVE;
+        out[n++] = s;
+    }
+    publish();
+    return n;
 }

@@ -183,6 +183,10 @@ size_t dsp_reg_count(void) {
     return LD(R.count);
 }
 
+uint32_t dsp_reg_generation(void) {
+    return LD(R.gen);
+}
+
 /* --- writers (under wmutex, between the two increments of seq) --------------- */
 
 static void write_begin(void) {
@@ -468,6 +472,18 @@ int dsp_reg_remove(uintptr_t base, struct dsp_range *out) {
             ST_PTR(R.root, old->child[0]);
             free_inner(old);
         }
+        rc = 0;
+    }
+    write_end();
+    return rc;
+}
+
+int dsp_reg_set_flags(uintptr_t base, unsigned flags) {
+    write_begin();
+    int rc = -ENOENT, pos;
+    struct leaf *l = writer_predecessor(base, &pos);
+    if (l && l->key[pos] == base) {
+        ST(l->val[pos].flags, (uint16_t)flags);
         rc = 0;
     }
     write_end();

@@ -36,6 +36,12 @@ int dsp_reg_find(uintptr_t addr, struct dsp_range *out);
  * inherited one in a forked child), else 0. */
 int dsp_reg_contains(uintptr_t addr, size_t len);
 
+/* Replaces the flags of the range that starts exactly at base: 0 or -ENOENT. */
+int dsp_reg_set_flags(uintptr_t base, unsigned flags);
+
+/* The current generation: a range whose gen differs was inherited across fork. */
+uint32_t dsp_reg_generation(void);
+
 size_t dsp_reg_count(void);
 
 /* Fork: prepare takes the lock so no reader or writer is mid-way; the child

@@ -10,7 +10,8 @@
 enum dsp_span_state {
     DSP_SPAN_VACANT, /* reserved address space, PROT_NONE, no memory */
     DSP_SPAN_CACHED, /* freed block kept populated (and locked) for reuse */
-    DSP_SPAN_LIVE,   /* owned by a caller, or being populated */
+    DSP_SPAN_LIVE,   /* owned by a caller, or being populated or evicted */
+    DSP_SPAN_QUARANTINE, /* freed while registered with CUDA: reused only after a device sync */
 };
 
 struct dsp_span {
@@ -22,12 +23,16 @@ struct dsp_span {
     uint8_t state;
     uint8_t locked; /* mlock'ed in this process */
     uint8_t huge;   /* MADV_HUGEPAGE asked for */
+    uint8_t counted; /* in the budget's pinned bytes (not after a fork) */
+    uint8_t reg;     /* registered with the CUDA driver as exactly [base, base+len) */
+    uint32_t user;   /* the owning layer's data (CUDA: the flags asked for) */
+    size_t block;    /* live: the caller's block length (<= len) */
 };
 
 /* Size index in the manner of TLSF: 8 linear bins below 8 pages, then 8 bins per
  * power of two. find() is O(1) apart from a bounded scan of the request's own bin
  * (so a block freed and asked for again at the same size is found), and returns
- * a span at least as large as asked, within 12.5% where one exists. */
+ * a span at least as large as asked. */
 #define DSP_BIN_FL 62
 #define DSP_BIN_SL 8
 struct dsp_bins {

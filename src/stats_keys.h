@@ -1,7 +1,8 @@
 /* Every statistic, in the order of the JSON object. Layers add theirs here.
  * DSP_STAT(key, kind, help): kind is COUNTER (only grows) or GAUGE. */
-DSP_STAT(pinned_bytes, GAUGE, "bytes locked now: live blocks and the pool")
-DSP_STAT(pinned_bytes_peak, GAUGE, "most bytes locked at once")
+DSP_STAT(pinned_bytes, GAUGE, "bytes pinned now (locked, or registered with the CUDA driver): live blocks and the pool")
+DSP_STAT(locked_bytes, GAUGE, "of those, bytes this process locked with mlock")
+DSP_STAT(pinned_bytes_peak, GAUGE, "most bytes pinned at once")
 DSP_STAT(live_bytes, GAUGE, "bytes of blocks owned by callers")
 DSP_STAT(blocks_live, GAUGE, "blocks owned by callers")
 DSP_STAT(pool_cached_bytes, GAUGE, "bytes of freed blocks kept locked for reuse")
@@ -14,5 +15,5 @@ DSP_STAT(pin_failures, COUNTER,
 DSP_STAT(budget_refusals, COUNTER, "allocations refused by DSP_MAX_PINNED")
 DSP_STAT(fallbacks, COUNTER, "interposed calls handed to the real function after a failure here")
 DSP_STAT(registry_ranges, GAUGE, "pinned ranges known to the registry")
-DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED")
+DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")

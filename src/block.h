@@ -1,0 +1,43 @@
+/* The manager as the layers (CUDA, malloc hints, I/O) see it: blocks with a
+ * little state of their own, kept in the registry entry so that lookups need no
+ * lock. */
+#ifndef DSP_BLOCK_H
+#define DSP_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    DSP_BLK_LOCK_OPTIONAL = 1, /* populated but unlocked if mlock is refused (the driver pins) */
+    DSP_BLK_REGISTERED = 2,    /* try the pool of CUDA-registered spans first */
+};
+
+/* Registry flags of a manager block. */
+#define DSP_BLOCKF_REG  0x8000u /* its span is registered with the CUDA driver */
+#define DSP_BLOCKF_USER 0x7fffu /* the layer's own bits (CUDA: the flags asked for) */
+
+struct dsp_block {
+    uintptr_t base;
+    size_t len;      /* the caller's block: its size rounded up to the page */
+    size_t span_len; /* from dsp_block_alloc: the memory behind it, >= len, to register whole */
+    unsigned flags;  /* DSP_BLOCKF_* */
+};
+
+/* A live block of at least size bytes, or NULL with errno (as dsp_alloc). */
+void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out);
+
+/* The live block holding p, pinned in this process (not inherited across
+ * fork): 1 with *out filled, else 0. Lock-free. */
+int dsp_block_find(const void *p, struct dsp_block *out);
+
+/* The live block starting exactly at base, inherited or not: 1 or 0. */
+int dsp_block_at(uintptr_t base, struct dsp_block *out);
+
+/* Records that the block's whole span is now registered with the driver. */
+int dsp_block_set_registered(uintptr_t base, unsigned user);
+
+/* Frees a live block by its exact base: 0, or -EINVAL. A registered block goes
+ * to quarantine: it is reused only after the CUDA layer synchronised. */
+int dsp_block_free(uintptr_t base);
+
+#endif
