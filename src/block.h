@@ -41,3 +41,28 @@ int dsp_block_set_registered(uintptr_t base, unsigned user);
 int dsp_block_free(uintptr_t base);
 
 #endif
+
+/* CUDA pool maintenance, for the CUDA layer (the core never calls the driver).
+ * Quarantine: when the registered pool has no fit for len, takes the freed
+ * registered spans out for the caller to synchronise the device, then
+ * dsp_cuda_quarantine_done() pools them. NULL when there is nothing to do. */
+void *dsp_cuda_quarantine_claim(size_t len);
+void dsp_cuda_quarantine_done(void *list);
+
+/* Eviction: takes up to max pooled registered spans while pooled memory is over
+ * its limit (or all of them with all != 0); the caller unregisters each base
+ * and hands the token back to dsp_cuda_evicted(). Quarantined spans are not
+ * evicted: they may still be in use by the device. */
+struct dsp_evicted {
+    uintptr_t base;
+    size_t len;
+    void *token;
+};
+size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max);
+void dsp_cuda_evicted(void *token);
+
+/* Pooled bytes (both pools and quarantine) over DSP_POOL_MAX, or 0. */
+size_t dsp_pool_excess(void);
+
+/* Registers the layer's own trim (run by dsp_trim). */
+void dsp_set_layer_trim(size_t (*fn)(void));

@@ -68,7 +68,8 @@ int dsp_budget_reserve(size_t len, int lock, int quiet) {
         size_t cached = m->cached.bytes < m->locked ? m->cached.bytes : m->locked;
         size_t excess = 0;
         if (len <= m->cap && m->pinned > m->cap - len) excess = m->pinned + len - m->cap;
-        if (lock && len <= m->budget && m->locked > m->budget - len && m->locked + len - m->budget > excess)
+        if (lock && len <= m->budget && m->locked > m->budget - len &&
+            m->locked + len - m->budget > excess)
             excess = m->locked + len - m->budget;
         if (excess && excess <= cached) dsp_pool_release_until(m->cached.bytes - excess);
     }

@@ -58,7 +58,8 @@ static int go_live(struct dsp_span *s, size_t len) {
     s->block = len;
     unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
     if (dsp_reg_insert(s->base, len, DSP_RANGE_BLOCK, flags, s) != 0) {
-        dsp_log_once(&meta_logged, DSP_LOG_WARN, "out of memory for the registry; the caller falls back");
+        dsp_log_once(&meta_logged, DSP_LOG_WARN,
+                     "out of memory for the registry; the caller falls back");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return -1;
     }
@@ -123,11 +124,15 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     int rc = dsp_pin_populate_lock(s, lock, optional);
 
     pthread_mutex_lock(&m->mu);
-    if (rc == 0 && lock && !s->locked) { /* mlock refused, and that was allowed */
-        dsp_budget_unlock(len);
-        lock = 0;
+    if (rc >= 0) {
+        s->locked = (rc & DSP_PIN_LOCKED) != 0;
+        s->huge = (rc & DSP_PIN_HUGE) != 0;
+        if (lock && !s->locked) { /* mlock refused, and that was allowed */
+            dsp_budget_unlock(len);
+            lock = 0;
+        }
     }
-    if (rc != 0) {
+    if (rc < 0) {
         dsp_budget_release(len, lock);
         dsp_arena_vacate(s);
         pthread_mutex_unlock(&m->mu);

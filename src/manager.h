@@ -19,12 +19,12 @@ struct dsp_manager {
      * compare. Zero until the first allocation reserves it. */
     _Atomic uintptr_t lo, hi;
     uintptr_t bump;
-    struct dsp_bins cuda_cached;     /* pooled spans still registered with CUDA */
-    struct dsp_span *quarantine;     /* freed registered spans, linked by bnext */
+    struct dsp_bins cuda_cached; /* pooled spans still registered with CUDA */
+    struct dsp_span *quarantine; /* freed registered spans, linked by bnext */
     size_t quarantine_bytes, quarantine_syncing;
-    size_t pinned, locked;           /* see budget.c */
+    size_t pinned, locked; /* see budget.c */
     size_t budget, cap, pool_max, arena_size;
-    size_t (*on_trim)(void);         /* a layer's own pool (CUDA), released by dsp_trim */
+    size_t (*on_trim)(void); /* a layer's own pool (CUDA), released by dsp_trim */
     int huge_mode, prefault_threads;
 };
 
@@ -56,8 +56,12 @@ struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len); /* s keeps len;
 void dsp_span_unlink(struct dsp_span *s);
 
 /* pin.c: memory of a span. */
-/* 0, or -errno with the stage logged. With lock_optional, a refused mlock is
- * not an error: the span comes back populated with s->locked == 0. */
+/* Populates (and locks) a LIVE span outside the manager's lock, touching only
+ * memory, never the span: returns DSP_PIN_* bits for the caller to record under
+ * the lock, or -errno with the stage logged (the memory is then unmapped).
+ * With lock_optional a refused mlock is no error: DSP_PIN_LOCKED is clear. */
+#define DSP_PIN_LOCKED 1
+#define DSP_PIN_HUGE   2
 int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional);
 /* Unlock, free the memory, PROT_NONE again: 0, or -1 when a locked span could
  * not even be unlocked (then it is unchanged and must stay accounted). */
@@ -70,9 +74,9 @@ struct dsp_span *dsp_pool_get_registered(size_t len);
 void dsp_pool_put(struct dsp_span *s);            /* registered spans to their own index */
 size_t dsp_pool_release_until(size_t cached_max); /* general pool only; bytes released */
 size_t dsp_pool_evict_registered(size_t keep, struct dsp_span **out, size_t max);
-void dsp_span_release(struct dsp_span *s);        /* uncount, drop, vacate (unregistered first) */
+void dsp_span_release(struct dsp_span *s); /* uncount, drop, vacate (unregistered first) */
 void dsp_quarantine_put(struct dsp_span *s);
-struct dsp_span *dsp_quarantine_take(void);       /* detach the list to sync for */
+struct dsp_span *dsp_quarantine_take(void);         /* detach the list to sync for */
 void dsp_quarantine_release(struct dsp_span *list); /* after the sync: into the CUDA pool */
 
 /* budget.c */

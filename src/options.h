@@ -24,6 +24,10 @@ DSP_OPTION(HUGEPAGES, ENUM, "auto", "auto|always|never",
 DSP_OPTION(PREFAULT_THREADS, INT, "0", "0 (auto) or 1-64",
            "Threads that populate a large new block before it is locked. auto uses up "
            "to 8, one per 64 MiB of the block, at most one per CPU.")
+DSP_OPTION(CUDA, ENUM, "auto", "auto|off",
+           "Serve cudaHostAlloc, cudaMallocHost and cudaFreeHost from the manager and "
+           "answer cudaHostRegister inside its blocks (auto), or pass every CUDA call "
+           "through untouched (off).")
 DSP_OPTION(ARENA_SIZE, SIZE, "auto", "auto or bytes (1T)",
            "Virtual address space reserved for pinned blocks (no memory is used until "
            "blocks are made). auto is 4x RAM, at least 64 GiB, at most 64 TiB; halved "

@@ -85,6 +85,15 @@ static int memlock_missing_logged, map_logged, populate_logged, mlock_logged;
 
 static int unlocked_logged;
 
+/* Back to reserved address space, unlocking too. The span's fields are not
+ * touched: this runs outside the manager's lock (regression: TSan race between
+ * a populating thread and a neighbour's coalescing in
+ * pool.threads_never_share_a_block). */
+static void unmap(const struct dsp_span *s) {
+    mmap((void *)s->base, s->len, PROT_NONE,
+         MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
 int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
     void *base = (void *)s->base;
     char a[32], b[32];
@@ -96,10 +105,10 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
                      dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         return -err;
     }
-    int huge = dsp_mgr.huge_mode == DSP_HUGE_ALWAYS ||
-               (dsp_mgr.huge_mode == DSP_HUGE_AUTO && s->len >= DSP_HUGE_PAGE);
-    if (huge)
-        s->huge = madvise(base, s->len, MADV_HUGEPAGE) == 0;
+    int huge = 0, want_huge = dsp_mgr.huge_mode == DSP_HUGE_ALWAYS ||
+                              (dsp_mgr.huge_mode == DSP_HUGE_AUTO && s->len >= DSP_HUGE_PAGE);
+    if (want_huge)
+        huge = madvise(base, s->len, MADV_HUGEPAGE) == 0;
     else if (dsp_mgr.huge_mode == DSP_HUGE_NEVER)
         madvise(base, s->len, MADV_NOHUGEPAGE);
     int rc = dsp_prefault(base, s->len, auto_threads(s->len));
@@ -107,11 +116,10 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
         dsp_log_once(&populate_logged, DSP_LOG_WARN,
                      "cannot populate %s (%s): not enough free memory; the caller falls back",
                      dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(-rc));
-        dsp_pin_drop(s);
+        unmap(s);
         return rc;
     }
-    s->locked = 0;
-    if (!lock) return 0;
+    if (!lock) return huge ? DSP_PIN_HUGE : 0;
     /* The raw syscall: the sanitizers' mlock interceptors silently do nothing,
      * which would make the ASan/TSan suites test a manager that pins nothing. */
     if (syscall(SYS_mlock, base, s->len) != 0) {
@@ -120,7 +128,7 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
             dsp_log_once(&unlocked_logged, DSP_LOG_INFO,
                          "mlock of %s refused (%s); the block is pinned by CUDA registration alone",
                          dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-            return 0;
+            return huge ? DSP_PIN_HUGE : 0;
         }
         size_t lim = dsp_sys_memlock_limit();
         if (!dsp_sys_has_ipc_lock() && lim != (size_t)-1)
@@ -137,11 +145,10 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
                 "mlock of %s refused (%s): the kernel could not lock that much memory; lower "
                 "DSP_MAX_PINNED or free memory",
                 dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-        dsp_pin_drop(s);
+        unmap(s);
         return -err;
     }
-    s->locked = 1;
-    return 0;
+    return DSP_PIN_LOCKED | (huge ? DSP_PIN_HUGE : 0);
 }
 
 static int drop_logged;

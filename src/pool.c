@@ -11,7 +11,8 @@
 
 static void publish(void) {
     struct dsp_manager *m = &dsp_mgr;
-    dsp_stat_set(DSP_ST_pool_cached_bytes, m->cached.bytes + m->cuda_cached.bytes + m->quarantine_bytes);
+    dsp_stat_set(DSP_ST_pool_cached_bytes,
+                 m->cached.bytes + m->cuda_cached.bytes + m->quarantine_bytes);
 }
 
 struct dsp_span *dsp_pool_get(size_t len) {
@@ -109,13 +110,17 @@ void dsp_quarantine_release(struct dsp_span *list) {
 }
 
 void dsp_span_release(struct dsp_span *s) {
-    if (s->counted) dsp_budget_release(s->len, s->locked);
+    int was_locked = s->locked;
+    if (dsp_pin_drop(s) != 0) { /* still locked (logged): keep it pooled and counted */
+        s->reg = 0;
+        dsp_pool_put(s);
+        return;
+    }
+    if (s->counted) dsp_budget_release(s->len, was_locked);
     s->counted = 0;
     s->reg = 0;
     s->user = 0;
-    dsp_pin_drop(s); /* cannot fail once unlocked or when not locked; see callers */
     dsp_arena_vacate(s);
-    dsp_stat_add(DSP_ST_pool_releases, 1);
 }
 
 /* Largest first: one big release frees the most memory for one syscall and

@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 enum dsp_span_state {
-    DSP_SPAN_VACANT, /* reserved address space, PROT_NONE, no memory */
-    DSP_SPAN_CACHED, /* freed block kept populated (and locked) for reuse */
-    DSP_SPAN_LIVE,   /* owned by a caller, or being populated or evicted */
+    DSP_SPAN_VACANT,     /* reserved address space, PROT_NONE, no memory */
+    DSP_SPAN_CACHED,     /* freed block kept populated (and locked) for reuse */
+    DSP_SPAN_LIVE,       /* owned by a caller, or being populated or evicted */
     DSP_SPAN_QUARANTINE, /* freed while registered with CUDA: reused only after a device sync */
 };
 
@@ -21,8 +21,8 @@ struct dsp_span {
     struct dsp_span *bprev, *bnext; /* size-index bin */
     uint16_t bin;
     uint8_t state;
-    uint8_t locked; /* mlock'ed in this process */
-    uint8_t huge;   /* MADV_HUGEPAGE asked for */
+    uint8_t locked;  /* mlock'ed in this process */
+    uint8_t huge;    /* MADV_HUGEPAGE asked for */
     uint8_t counted; /* in the budget's pinned bytes (not after a fork) */
     uint8_t reg;     /* registered with the CUDA driver as exactly [base, base+len) */
     uint32_t user;   /* the owning layer's data (CUDA: the flags asked for) */

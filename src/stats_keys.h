@@ -1,6 +1,7 @@
 /* Every statistic, in the order of the JSON object. Layers add theirs here.
  * DSP_STAT(key, kind, help): kind is COUNTER (only grows) or GAUGE. */
-DSP_STAT(pinned_bytes, GAUGE, "bytes pinned now (locked, or registered with the CUDA driver): live blocks and the pool")
+DSP_STAT(pinned_bytes, GAUGE,
+         "bytes pinned now (locked, or registered with the CUDA driver): live blocks and the pool")
 DSP_STAT(locked_bytes, GAUGE, "of those, bytes this process locked with mlock")
 DSP_STAT(pinned_bytes_peak, GAUGE, "most bytes pinned at once")
 DSP_STAT(live_bytes, GAUGE, "bytes of blocks owned by callers")
@@ -15,5 +16,18 @@ DSP_STAT(pin_failures, COUNTER,
 DSP_STAT(budget_refusals, COUNTER, "allocations refused by DSP_MAX_PINNED")
 DSP_STAT(fallbacks, COUNTER, "interposed calls handed to the real function after a failure here")
 DSP_STAT(registry_ranges, GAUGE, "pinned ranges known to the registry")
+DSP_STAT(cuda_host_alloc_served, COUNTER,
+         "cudaHostAlloc/cudaMallocHost calls served by the manager")
+DSP_STAT(cuda_host_alloc_passthrough, COUNTER,
+         "cudaHostAlloc/cudaMallocHost calls handed to the real function")
+DSP_STAT(cuda_free_pooled, COUNTER, "cudaFreeHost calls that returned a block to the pool")
+DSP_STAT(cuda_register_inside_block, COUNTER,
+         "cudaHostRegister calls answered inside a registered block")
+DSP_STAT(cuda_register_external, COUNTER,
+         "cudaHostRegister calls passed to the driver and recorded as pinned")
+DSP_STAT(cuda_registrations, COUNTER, "blocks the shim registered with the driver")
+DSP_STAT(cuda_unregistrations, COUNTER,
+         "pooled blocks the shim unregistered before giving them back")
+DSP_STAT(cuda_syncs, COUNTER, "device synchronisations before reusing freed registered blocks")
 DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")

@@ -1,0 +1,294 @@
+/* CUDA runtime hooks: pinned host allocations served by the manager.
+ *
+ * cudaHostAlloc/cudaMallocHost get a manager block of the exact (page-rounded)
+ * size, registered with the real cudaHostRegister so the driver treats it as
+ * pinned; cudaFreeHost returns it to the pool still registered. Everything the
+ * shim cannot serve, or that fails on its side, goes to the real function with
+ * the caller's arguments: never worse than without the shim. docs/cuda.md
+ * explains each decision.
+ *
+ * The shim links no CUDA library: real functions are found at the first call
+ * (src/symbols.c), including in a libcudart loaded RTLD_LOCAL. */
+#include "../src/block.h"
+#include "../src/config.h"
+#include "../src/internal.h"
+#include "../src/log.h"
+#include "../src/manager.h"
+#include "../src/registry.h"
+#include "../src/stats.h"
+#include "../src/symbols.h"
+#include "cuda_types.h"
+#include "cuda_vreg.h"
+
+#include <stdatomic.h>
+
+/* Our own user bit: the block was served by cudaHostAlloc/cudaMallocHost (as
+ * opposed to dsp_alloc or malloc hints), so cudaFreeHost and cudaHostGetFlags
+ * apply to it. The low bits keep the flags the caller asked for. */
+#define SERVED 0x4000u
+#define ASKED  0x000fu
+/* Registered with every capability a later owner of the pooled block may ask
+ * for; cudaHostGetFlags still answers what each owner asked. */
+#define REGISTER_FLAGS (cudaHostRegisterPortable | cudaHostRegisterMapped)
+
+static struct {
+    cudaError_t (*HostAlloc)(void **, size_t, unsigned);
+    cudaError_t (*MallocHost)(void **, size_t);
+    cudaError_t (*FreeHost)(void *);
+    cudaError_t (*HostRegister)(void *, size_t, unsigned);
+    cudaError_t (*HostUnregister)(void *);
+    cudaError_t (*HostGetFlags)(unsigned *, void *);
+    cudaError_t (*HostGetDevicePointer)(void **, void *, unsigned);
+    cudaError_t (*PointerGetAttributes)(struct cudaPointerAttributes *, const void *);
+    cudaError_t (*DeviceSynchronize)(void);
+    cudaError_t (*GetLastError)(void);
+} real;
+
+/* 0: unresolved; 1: serving; 2: pass everything through (DSP_CUDA=off, or no
+ * usable driver). One load and a branch on every hook. */
+static _Atomic int mode;
+static int missing_logged, register_logged, nodriver_logged, unregister_logged;
+
+#define RESOLVE(field, name)                                                                       \
+    __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcudart.so"),      \
+                     __ATOMIC_RELAXED)
+
+static size_t cuda_trim(void);
+
+static int resolve_slow(void) {
+    RESOLVE(HostAlloc, "cudaHostAlloc");
+    RESOLVE(MallocHost, "cudaMallocHost");
+    RESOLVE(FreeHost, "cudaFreeHost");
+    RESOLVE(HostRegister, "cudaHostRegister");
+    RESOLVE(HostUnregister, "cudaHostUnregister");
+    RESOLVE(HostGetFlags, "cudaHostGetFlags");
+    RESOLVE(HostGetDevicePointer, "cudaHostGetDevicePointer");
+    RESOLVE(PointerGetAttributes, "cudaPointerGetAttributes");
+    RESOLVE(DeviceSynchronize, "cudaDeviceSynchronize");
+    RESOLVE(GetLastError, "cudaGetLastError");
+    int m = 1;
+    if (!dsp_ensure_init() || dsp_opt(DSP_OPT_CUDA) == 1) m = 2;
+    if (!real.HostRegister || !real.HostUnregister || !real.DeviceSynchronize || !real.GetLastError)
+        m = 2;
+    if (m == 1) dsp_set_layer_trim(cuda_trim);
+    int expected = 0;
+    atomic_compare_exchange_strong(&mode, &expected, m);
+    return atomic_load(&mode);
+}
+
+static inline int serving(void) {
+    int m = atomic_load_explicit(&mode, memory_order_acquire);
+    return DSP_LIKELY(m == 1) || (m == 0 && resolve_slow() == 1);
+}
+
+static cudaError_t missing(const char *name) {
+    dsp_log_once(
+        &missing_logged, DSP_LOG_ERROR,
+        "%s called but no libcudart with it is loaded; returning cudaErrorInsufficientDriver",
+        name);
+    return cudaErrorInsufficientDriver;
+}
+
+#define CALL_REAL(field, name, ...) (real.field ? real.field(__VA_ARGS__) : missing(name))
+
+/* A driver call of ours failed: clear the runtime's last error, which the
+ * application would otherwise find left over from a call it never made. */
+static void forget_error(cudaError_t rc) {
+    if (real.GetLastError) real.GetLastError();
+    if (rc == cudaErrorInsufficientDriver || rc == cudaErrorNoDevice) {
+        dsp_log_once(&nodriver_logged, DSP_LOG_INFO,
+                     "no usable CUDA driver or device (error %d): passing CUDA calls through", rc);
+        atomic_store(&mode, 2);
+    }
+}
+
+/* Registers a block's whole span with the driver, once. 0 or the error. */
+static cudaError_t register_block(uintptr_t base, size_t span_len, unsigned user) {
+    cudaError_t rc = real.HostRegister((void *)base, span_len, REGISTER_FLAGS);
+    if (rc != cudaSuccess) {
+        forget_error(rc);
+        if (rc != cudaErrorInsufficientDriver && rc != cudaErrorNoDevice)
+            dsp_log_once(
+                &register_logged, DSP_LOG_WARN,
+                "cudaHostRegister of a pinned block failed (error %d); the call falls back to "
+                "the real function",
+                rc);
+        return rc;
+    }
+    dsp_stat_add(DSP_ST_cuda_registrations, 1);
+    dsp_block_set_registered(base, user);
+    return cudaSuccess;
+}
+
+/* Freed registered blocks are reused only after the device has finished with
+ * them: the real cudaFreeHost waits for the device, and callers rely on it
+ * (a copy still in flight from freed memory must not reach its next owner).
+ * One synchronisation covers every block freed before it. */
+#define ALL ((size_t)-1 >> 1) /* no pooled block fits: claim the whole quarantine */
+
+static void sync_quarantine(size_t len) {
+    void *list = dsp_cuda_quarantine_claim(len);
+    if (!list) return;
+    cudaError_t rc = real.DeviceSynchronize();
+    if (rc != cudaSuccess) forget_error(rc);
+    dsp_stat_add(DSP_ST_cuda_syncs, 1);
+    dsp_cuda_quarantine_done(list);
+}
+
+/* Unregisters and gives back pooled registered blocks: over DSP_POOL_MAX, or
+ * all of them (dsp_trim). Returns bytes released. */
+static size_t evict(int all) {
+    struct dsp_evicted e[16];
+    size_t n, total = 0;
+    while ((n = dsp_cuda_evict(all, e, 16)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            cudaError_t rc = real.HostUnregister((void *)e[i].base);
+            if (rc != cudaSuccess) {
+                forget_error(rc);
+                dsp_log_once(&unregister_logged, DSP_LOG_WARN,
+                             "cudaHostUnregister of a pooled block failed (error %d)", rc);
+            } else {
+                dsp_stat_add(DSP_ST_cuda_unregistrations, 1);
+            }
+            dsp_vreg_drop_range(e[i].base, e[i].len);
+            dsp_cuda_evicted(e[i].token);
+            total += e[i].len;
+        }
+    }
+    return total;
+}
+
+static size_t cuda_trim(void) {
+    if (!serving()) return 0;
+    sync_quarantine(ALL);
+    return evict(1);
+}
+
+/* 0 and *p set when served, else -1 (the caller falls back). */
+static int serve(void **p, size_t size, unsigned flags) {
+    sync_quarantine(dsp_align_up(size, DSP_PAGE));
+    struct dsp_block b;
+    void *ptr = dsp_block_alloc(size, DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED, &b);
+    if (!ptr) return -1;
+    if (b.flags & DSP_BLOCKF_REG) {
+        dsp_block_set_registered(b.base, SERVED | flags); /* a pooled, registered block */
+    } else if (register_block(b.base, b.span_len, SERVED | flags) != cudaSuccess) {
+        dsp_block_free(b.base);
+        return -1;
+    }
+    dsp_stat_add(DSP_ST_cuda_host_alloc_served, 1);
+    *p = ptr;
+    return 0;
+}
+
+DSP_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
+    if (serving() && pHost && size &&
+        !(flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped))) {
+        if (serve(pHost, size, flags) == 0) return cudaSuccess;
+        dsp_stat_add(DSP_ST_fallbacks, 1);
+    }
+    dsp_stat_add(DSP_ST_cuda_host_alloc_passthrough, 1);
+    return CALL_REAL(HostAlloc, "cudaHostAlloc", pHost, size, flags);
+}
+
+DSP_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
+    if (serving() && ptr && size) {
+        if (serve(ptr, size, 0) == 0) return cudaSuccess;
+        dsp_stat_add(DSP_ST_fallbacks, 1);
+    }
+    dsp_stat_add(DSP_ST_cuda_host_alloc_passthrough, 1);
+    return CALL_REAL(MallocHost, "cudaMallocHost", ptr, size);
+}
+
+DSP_API cudaError_t cudaFreeHost(void *ptr) {
+    struct dsp_block b;
+    /* Inherited blocks too (dsp_block_at): a forked child frees them without
+     * any driver call. */
+    if (ptr && atomic_load_explicit(&mode, memory_order_relaxed) != 0 &&
+        dsp_block_at((uintptr_t)ptr, &b) && (b.flags & DSP_BLOCKF_REG) && (b.flags & SERVED)) {
+        dsp_vreg_drop_range(b.base, b.len);
+        if (dsp_block_free(b.base) == 0) {
+            dsp_stat_add(DSP_ST_cuda_free_pooled, 1);
+            if (serving() && dsp_pool_excess()) { /* over DSP_POOL_MAX: sync, then give back */
+                sync_quarantine(ALL);
+                evict(0);
+            }
+            return cudaSuccess;
+        }
+    }
+    return CALL_REAL(FreeHost, "cudaFreeHost", ptr);
+}
+
+DSP_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+    struct dsp_block b;
+    if (serving() && ptr && size &&
+        !(flags & (cudaHostRegisterIoMemory | cudaHostRegisterReadOnly)) &&
+        dsp_block_find(ptr, &b)) {
+        if (!(b.flags & DSP_BLOCKF_REG) &&
+            register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER) != 0)
+            goto real_call; /* the driver will answer as it would have */
+        if ((uintptr_t)ptr + size > b.base + b.len || (uintptr_t)ptr + size < (uintptr_t)ptr)
+            return cudaErrorHostMemoryAlreadyRegistered; /* runs past a registered block */
+        int rc = dsp_vreg_add(ptr, size);
+        if (rc == 0) dsp_stat_add(DSP_ST_cuda_register_inside_block, 1);
+        return rc;
+    }
+real_call:;
+    cudaError_t rc = CALL_REAL(HostRegister, "cudaHostRegister", ptr, size, flags);
+    if (rc == cudaSuccess && ptr && size &&
+        !(flags & (cudaHostRegisterIoMemory | cudaHostRegisterReadOnly))) {
+        /* The driver pins whole pages: so does the registry entry. */
+        uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
+        uintptr_t hi = dsp_align_up_ptr((uintptr_t)ptr + size, DSP_PAGE);
+        if (dsp_reg_insert(lo, hi - lo, DSP_RANGE_EXTERNAL, 0, ptr) == 0)
+            dsp_stat_add(DSP_ST_cuda_register_external, 1);
+    }
+    return rc;
+}
+
+DSP_API cudaError_t cudaHostUnregister(void *ptr) {
+    struct dsp_block b;
+    if (ptr && atomic_load_explicit(&mode, memory_order_relaxed) == 1) {
+        if (dsp_vreg_remove(ptr)) return cudaSuccess;
+        /* A manager block itself was never registered by the caller (the
+         * driver's registration is ours): as for cudaHostAlloc memory. */
+        if (dsp_block_find(ptr, &b)) return cudaErrorHostMemoryNotRegistered;
+    }
+    cudaError_t rc = CALL_REAL(HostUnregister, "cudaHostUnregister", ptr);
+    struct dsp_range r;
+    if (rc == cudaSuccess && dsp_reg_find((uintptr_t)ptr, &r) && r.kind == DSP_RANGE_EXTERNAL &&
+        r.owner == ptr)
+        dsp_reg_remove(r.base, NULL);
+    return rc;
+}
+
+DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
+    struct dsp_block b;
+    if (pFlags && serving() && dsp_block_find(pHost, &b) && (b.flags & DSP_BLOCKF_REG)) {
+        if (!(b.flags & SERVED)) return cudaErrorInvalidValue; /* not cudaHostAlloc memory */
+        *pFlags = b.flags & ASKED;
+        return cudaSuccess;
+    }
+    return CALL_REAL(HostGetFlags, "cudaHostGetFlags", pFlags, pHost);
+}
+
+/* A block pinned by another layer (dsp_alloc, malloc hints) is registered with
+ * the driver at the application's first CUDA question about it, never earlier:
+ * not from the malloc path, not in a forked child (inherited blocks are not
+ * found there), not from a constructor. */
+static void register_on_demand(const void *p) {
+    struct dsp_block b;
+    if (serving() && dsp_block_find(p, &b) && !(b.flags & DSP_BLOCKF_REG))
+        register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER);
+}
+
+DSP_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+    register_on_demand(pHost);
+    return CALL_REAL(HostGetDevicePointer, "cudaHostGetDevicePointer", pDevice, pHost, flags);
+}
+
+DSP_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+                                             const void *ptr) {
+    register_on_demand(ptr);
+    return CALL_REAL(PointerGetAttributes, "cudaPointerGetAttributes", attributes, ptr);
+}

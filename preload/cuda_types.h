@@ -1,0 +1,32 @@
+/* The slice of the CUDA runtime ABI the shim needs (CUDA 12 and 13 agree on
+ * it; FIELD-NOTES 3). The real headers are not needed to build. */
+#ifndef DSP_CUDA_TYPES_H
+#define DSP_CUDA_TYPES_H
+
+typedef int cudaError_t;
+
+enum {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorHostMemoryAlreadyRegistered = 712,
+    cudaErrorHostMemoryNotRegistered = 713,
+};
+
+enum {
+    cudaHostAllocPortable = 1,
+    cudaHostAllocMapped = 2,
+    cudaHostAllocWriteCombined = 4,
+    cudaHostRegisterPortable = 1,
+    cudaHostRegisterMapped = 2,
+    cudaHostRegisterIoMemory = 4,
+    cudaHostRegisterReadOnly = 8,
+};
+
+/* struct cudaPointerAttributes is 24 bytes in CUDA 11/12 and 88 in 13: the
+ * shim never touches one, it only passes the caller's pointer on. */
+struct cudaPointerAttributes;
+
+#endif

@@ -1,0 +1,66 @@
+/* The manager's side of the CUDA pool: registered spans pooled apart, the
+ * quarantine, eviction. Every driver call is the CUDA layer's. */
+#include "block.h"
+#include "manager.h"
+#include "stats.h"
+
+void *dsp_cuda_quarantine_claim(size_t len) {
+    struct dsp_manager *m = &dsp_mgr;
+    pthread_mutex_lock(&m->mu);
+    struct dsp_span *list = NULL, *fit = dsp_bins_find(&m->cuda_cached, len);
+    if (m->quarantine && (!fit || fit->len - len > len / 4)) list = dsp_quarantine_take();
+    pthread_mutex_unlock(&m->mu);
+    return list;
+}
+
+void dsp_cuda_quarantine_done(void *list) {
+    pthread_mutex_lock(&dsp_mgr.mu);
+    dsp_quarantine_release(list);
+    pthread_mutex_unlock(&dsp_mgr.mu);
+}
+
+static size_t pooled(void) {
+    struct dsp_manager *m = &dsp_mgr;
+    return m->cached.bytes + m->cuda_cached.bytes + m->quarantine_bytes + m->quarantine_syncing;
+}
+
+size_t dsp_pool_excess(void) {
+    pthread_mutex_lock(&dsp_mgr.mu);
+    size_t p = pooled(), max = dsp_mgr.pool_max;
+    pthread_mutex_unlock(&dsp_mgr.mu);
+    return p > max ? p - max : 0;
+}
+
+size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
+    struct dsp_manager *m = &dsp_mgr;
+    struct dsp_span *s[64];
+    if (max > 64) max = 64;
+    pthread_mutex_lock(&m->mu);
+    size_t keep = 0;
+    if (!all) {
+        size_t p = pooled(), over = p > m->pool_max ? p - m->pool_max : 0;
+        keep = m->cuda_cached.bytes > over ? m->cuda_cached.bytes - over : 0;
+    }
+    size_t n = dsp_pool_evict_registered(keep, s, max);
+    pthread_mutex_unlock(&m->mu);
+    for (size_t i = 0; i < n; i++) {
+        out[i].base = s[i]->base; /* s is LIVE and ours alone until evicted() */
+        out[i].len = s[i]->len;
+        out[i].token = s[i];
+    }
+    return n;
+}
+
+void dsp_cuda_evicted(void *token) {
+    struct dsp_span *s = token;
+    pthread_mutex_lock(&dsp_mgr.mu);
+    s->reg = 0;
+    s->user = 0;
+    dsp_span_release(s);
+    dsp_stat_add(DSP_ST_pool_releases, 1);
+    pthread_mutex_unlock(&dsp_mgr.mu);
+}
+
+void dsp_set_layer_trim(size_t (*fn)(void)) {
+    __atomic_store_n(&dsp_mgr.on_trim, fn, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,237 @@
+/* A test double of the CUDA runtime (built as libcudart.so.13, its symbols
+ * under the libcudart.so.13 version node as the real library's are), for
+ * machines without a GPU. It keeps its own page-granular record of pinned
+ * memory and enforces the documented semantics the shim must preserve:
+ * - cudaHostRegister fails with 712 when any page is pinned already;
+ * - cudaHostUnregister takes the exact registered pointer, else 713;
+ * - cudaFreeHost takes the exact base of cudaHostAlloc memory, else 1;
+ * - cudaHostGetFlags answers only for cudaHostAlloc memory;
+ * - cudaPointerGetAttributes reports pinned memory as host memory (type 1),
+ *   anything else as unregistered (type 0), writing 24 bytes;
+ * - a failed call sets the thread's last error (cudaGetLastError clears it).
+ * fakecuda_count() tells the tests which calls reached it. */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define PAGE   4096ul
+#define MAXREC 65536
+
+enum { NONE = 0, ALLOC = 1, REGISTER = 2 };
+
+struct rec {
+    uintptr_t lo, hi; /* pages */
+    void *ptr;        /* exact pointer given or returned */
+    size_t len;       /* mapping length, for ALLOC */
+    unsigned flags;
+    int kind;
+};
+
+static struct rec recs[MAXREC];
+static int nrec;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int last_error;
+
+enum {
+    C_HOSTALLOC,
+    C_MALLOCHOST,
+    C_FREEHOST,
+    C_REGISTER,
+    C_UNREGISTER,
+    C_GETFLAGS,
+    C_DEVPTR,
+    C_ATTR,
+    C_SYNC,
+    C_N
+};
+static const char *const cname[C_N] = {"cudaHostAlloc",
+                                       "cudaMallocHost",
+                                       "cudaFreeHost",
+                                       "cudaHostRegister",
+                                       "cudaHostUnregister",
+                                       "cudaHostGetFlags",
+                                       "cudaHostGetDevicePointer",
+                                       "cudaPointerGetAttributes",
+                                       "cudaDeviceSynchronize"};
+static int counts[C_N];
+
+static int ret(int e) {
+    if (e) last_error = e;
+    return e;
+}
+
+static uintptr_t floor_page(uintptr_t p) {
+    return p & ~(PAGE - 1);
+}
+static uintptr_t ceil_page(uintptr_t p) {
+    return (p + PAGE - 1) & ~(PAGE - 1);
+}
+
+static int overlaps(uintptr_t lo, uintptr_t hi) {
+    for (int i = 0; i < nrec; i++)
+        if (recs[i].lo < hi && lo < recs[i].hi) return 1;
+    return 0;
+}
+
+static struct rec *containing(const void *p) {
+    for (int i = 0; i < nrec; i++)
+        if ((uintptr_t)p >= recs[i].lo && (uintptr_t)p < recs[i].hi) return &recs[i];
+    return NULL;
+}
+
+static void drop(struct rec *r) {
+    *r = recs[--nrec];
+}
+
+int fakecuda_count(const char *name) {
+    for (int i = 0; i < C_N; i++)
+        if (!strcmp(name, cname[i])) return __atomic_load_n(&counts[i], __ATOMIC_RELAXED);
+    return -1;
+}
+
+/* 0 unknown, 1 cudaHostAlloc memory, 2 registered. */
+int fakecuda_kind(const void *p) {
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    int k = r ? r->kind : NONE;
+    pthread_mutex_unlock(&mu);
+    return k;
+}
+
+static void count(int c) {
+    __atomic_fetch_add(&counts[c], 1, __ATOMIC_RELAXED);
+}
+
+static int host_alloc(void **p, size_t size, unsigned flags) {
+    if (!p || flags > 7) return ret(1);
+    if (!size) {
+        *p = NULL;
+        return 0;
+    }
+    size_t len = ceil_page(size);
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return ret(2);
+    pthread_mutex_lock(&mu);
+    if (nrec == MAXREC) {
+        pthread_mutex_unlock(&mu);
+        munmap(m, len);
+        return ret(2);
+    }
+    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, flags, ALLOC};
+    pthread_mutex_unlock(&mu);
+    *p = m;
+    return 0;
+}
+
+int cudaHostAlloc(void **p, size_t size, unsigned flags) {
+    count(C_HOSTALLOC);
+    return host_alloc(p, size, flags);
+}
+
+int cudaMallocHost(void **p, size_t size) {
+    count(C_MALLOCHOST);
+    return host_alloc(p, size, 0);
+}
+
+int cudaFreeHost(void *p) {
+    count(C_FREEHOST);
+    if (!p) return 0;
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    if (!r || r->kind != ALLOC || r->ptr != p) {
+        pthread_mutex_unlock(&mu);
+        return ret(1);
+    }
+    size_t len = r->len;
+    drop(r);
+    pthread_mutex_unlock(&mu);
+    munmap(p, len);
+    return 0;
+}
+
+int cudaHostRegister(void *p, size_t size, unsigned flags) {
+    count(C_REGISTER);
+    if (!p || !size || flags > 15) return ret(1);
+    uintptr_t lo = floor_page((uintptr_t)p), hi = ceil_page((uintptr_t)p + size);
+    pthread_mutex_lock(&mu);
+    int rc = 0;
+    if (overlaps(lo, hi))
+        rc = 712;
+    else if (nrec == MAXREC)
+        rc = 2;
+    else
+        recs[nrec++] = (struct rec){lo, hi, p, 0, flags, REGISTER};
+    pthread_mutex_unlock(&mu);
+    return ret(rc);
+}
+
+int cudaHostUnregister(void *p) {
+    count(C_UNREGISTER);
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    int rc = 713;
+    if (r && r->kind == REGISTER && r->ptr == p) {
+        drop(r);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return ret(rc);
+}
+
+int cudaHostGetFlags(unsigned *flags, void *p) {
+    count(C_GETFLAGS);
+    if (!flags) return ret(1);
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    int rc = 1;
+    if (r && r->kind == ALLOC) {
+        *flags = r->flags;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return ret(rc);
+}
+
+int cudaHostGetDevicePointer(void **dev, void *p, unsigned flags) {
+    count(C_DEVPTR);
+    if (!dev || flags) return ret(1);
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    pthread_mutex_unlock(&mu);
+    if (!r) return ret(1);
+    *dev = p; /* unified addressing */
+    return 0;
+}
+
+struct attrs24 {
+    int type, device;
+    void *devicePointer, *hostPointer;
+};
+
+int cudaPointerGetAttributes(void *attr, const void *p) {
+    count(C_ATTR);
+    if (!attr) return ret(1);
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    pthread_mutex_unlock(&mu);
+    struct attrs24 a = {0, -2, NULL, NULL};
+    if (r) a = (struct attrs24){1, 0, (void *)p, (void *)p};
+    memcpy(attr, &a, sizeof a);
+    return 0;
+}
+
+int cudaDeviceSynchronize(void) {
+    count(C_SYNC);
+    return 0;
+}
+
+int cudaGetLastError(void) {
+    int e = last_error;
+    last_error = 0;
+    return e;
+}
+
+int cudaPeekAtLastError(void) {
+    return last_error;
+}

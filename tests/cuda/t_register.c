@@ -1,0 +1,62 @@
+/* cudaHostRegister/cudaHostUnregister inside manager blocks and elsewhere. */
+#include "cuda_test.h"
+
+#include <stdint.h>
+
+int main(void) {
+    char *p = NULL;
+    size_t n = 8 << 20;
+    CHECK(cudaHostAlloc((void **)&p, n, 0) == cudaSuccess);
+    int regs = calls("cudaHostRegister");
+
+    /* torch's register path and cudart().cudaHostRegister on a slice: success
+     * without touching the driver (which would say 712). */
+    CHECK(cudaHostRegister(p + 4096, 1 << 20, 0) == cudaSuccess);
+    CHECK(cudaHostRegister(p, 4096, cudaHostRegisterPortable) == cudaSuccess, "the base page too");
+    CHECK(calls("cudaHostRegister") == regs, "no driver call");
+    CHECK(stat_of("cuda_register_inside_block") == 2);
+    CHECK(cudaHostRegister(p + 8192, 4096, 0) == cudaErrorHostMemoryAlreadyRegistered,
+          "overlaps a sub-registration");
+    CHECK(cudaHostRegister(p + n - 4096, 8192, 0) == cudaErrorHostMemoryAlreadyRegistered,
+          "runs past the block");
+    CHECK(cudaHostUnregister(p + 4096) == cudaSuccess, "mirrored");
+    CHECK(cudaHostUnregister(p + 4096) == cudaErrorHostMemoryNotRegistered, "twice: 713");
+    CHECK(cudaHostUnregister(p + 8192) == cudaErrorHostMemoryNotRegistered,
+          "never registered: 713");
+    CHECK(cudaHostUnregister(p + 4096 * 10) == cudaErrorHostMemoryNotRegistered);
+    CHECK(calls("cudaHostUnregister") == 0, "the block's own registration is never touched");
+    CHECK(fakecuda_kind(p) == 2);
+    CHECK(cudaHostRegister(p + 4096, 4096, 0) == cudaSuccess, "free again after unregister");
+    CHECK(cudaHostUnregister(p) == cudaSuccess && cudaHostUnregister(p + 4096) == cudaSuccess);
+
+    /* IoMemory and ReadOnly go straight through (the driver refuses here). */
+    CHECK(cudaHostRegister(p, 4096, cudaHostRegisterReadOnly) ==
+          cudaErrorHostMemoryAlreadyRegistered);
+    CHECK(calls("cudaHostRegister") == regs + 1);
+    cudaGetLastError();
+
+    /* Elsewhere: the real call; on success the range is pinned for every layer. */
+    char *m = malloc(3 << 20);
+    char *page = (char *)(((uintptr_t)m + 4095) & ~(uintptr_t)4095);
+    CHECK(!is_pinned(page, 4096));
+    CHECK(cudaHostRegister(page, 1 << 20, 0) == cudaSuccess);
+    CHECK(calls("cudaHostRegister") == regs + 2);
+    CHECK(is_pinned(page, 1 << 20) && is_pinned(page + 100, 200), "recorded as pinned");
+    CHECK(stat_of("cuda_register_external") == 1);
+    CHECK(cudaHostRegister(page + 4096, 4096, 0) == cudaErrorHostMemoryAlreadyRegistered,
+          "the driver's own 712");
+    cudaGetLastError();
+    CHECK(cudaHostUnregister(page) == cudaSuccess);
+    CHECK(!is_pinned(page, 1), "unregistered: no longer pinned");
+    CHECK(cudaHostUnregister(page) == cudaErrorHostMemoryNotRegistered, "the driver's own 713");
+    cudaGetLastError();
+
+    /* Freeing a block drops its sub-registrations. */
+    CHECK(cudaHostRegister(p + 4096, 4096, 0) == cudaSuccess);
+    CHECK(cudaFreeHost(p) == cudaSuccess);
+    char *q = NULL;
+    CHECK(cudaHostAlloc((void **)&q, n, 0) == cudaSuccess && q == p);
+    CHECK(cudaHostRegister(q + 4096, 4096, 0) == cudaSuccess, "no stale sub-registration");
+    free(m);
+    PASS();
+}

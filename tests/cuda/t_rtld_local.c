@@ -1,0 +1,34 @@
+/* A library loaded RTLD_LOCAL after start-up (every Python extension) calls
+ * cudaHostAlloc: the hook interposes, and must then find the real functions in
+ * a libcudart that dlsym(RTLD_NEXT) cannot see. This program does not link
+ * libcudart itself. */
+#include "../../preload/cuda_types.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 1;
+    if (!dlsym(RTLD_DEFAULT, "dsp_version")) {
+        fprintf(stderr, "FAIL: run under LD_PRELOAD\n");
+        return 1;
+    }
+    if (dlsym(RTLD_DEFAULT, "fakecuda_count")) {
+        fprintf(stderr, "FAIL: libcudart is in the global scope; the test needs it local\n");
+        return 1;
+    }
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "FAIL: %s\n", dlerror());
+        return 1;
+    }
+    int (*run)(void) = (int (*)(void))dlsym(h, "user_run");
+    int rc = run();
+    if (rc) {
+        fprintf(stderr, "FAIL: user_run step %d\n", rc);
+        return 1;
+    }
+    printf("PASS\n");
+    return 0;
+}
