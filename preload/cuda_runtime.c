@@ -173,7 +173,7 @@ static int serve(void **p, size_t size, unsigned flags) {
     if (b.flags & DSP_BLOCKF_REG) {
         dsp_block_set_registered(b.base, SERVED | flags); /* a pooled, registered block */
     } else if (register_block(b.base, b.span_len, SERVED | flags) != cudaSuccess) {
-        dsp_block_free(b.base);
+        dsp_block_discard(b.base); /* pinned for nothing: give it back at once */
         return -1;
     }
     dsp_stat_add(DSP_ST_cuda_host_alloc_served, 1);

@@ -40,6 +40,10 @@ int dsp_block_set_registered(uintptr_t base, unsigned user);
  * to quarantine: it is reused only after the CUDA layer synchronised. */
 int dsp_block_free(uintptr_t base);
 
+/* As dsp_block_free, but gives the memory back to the kernel at once instead
+ * of pooling it: for a block its layer could not use (registration failed). */
+int dsp_block_discard(uintptr_t base);
+
 #endif
 
 /* CUDA pool maintenance, for the CUDA layer (the core never calls the driver).

@@ -188,7 +188,7 @@ int dsp_block_set_registered(uintptr_t base, unsigned user) {
     return rc;
 }
 
-int dsp_block_free(uintptr_t base) {
+static int block_free(uintptr_t base, int discard) {
     if (!base || !dsp_in_arena((void *)base)) return -EINVAL;
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
@@ -199,9 +199,21 @@ int dsp_block_free(uintptr_t base) {
     }
     dsp_reg_remove(r.base, NULL);
     count_live(r.end - r.base, -1);
-    retire(r.owner);
+    struct dsp_span *s = r.owner;
+    if (discard && !s->reg)
+        dsp_span_release(s);
+    else
+        retire(s);
     pthread_mutex_unlock(&m->mu);
     return 0;
+}
+
+int dsp_block_free(uintptr_t base) {
+    return block_free(base, 0);
+}
+
+int dsp_block_discard(uintptr_t base) {
+    return block_free(base, 1);
 }
 
 DSP_API void *dsp_alloc(size_t size) {

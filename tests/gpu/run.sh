@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU check of the CUDA layer, in one call on a machine with an NVIDIA GPU
+# (the device tool runs it from the repository root). Builds the shim, then
+# with and without it: the C program against the real driver (1000 cycles of
+# 64 MiB cudaHostAlloc+cudaFreeHost, first allocation of 8 GiB, data and
+# attribute checks, H2D bandwidth) and, where PyTorch is installed, the torch
+# checks (is_pinned of tensors and slices, non-blocking copies, bandwidth
+# against torch's own pinned memory, pin_memory+emptyCache cycles,
+# cudart().cudaHostRegister on a slice). Prints every figure and the ratios;
+# copy the output into docs/gpu-results.md with the date.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || { echo "no GPU"; exit 1; }
+command -v meson >/dev/null || python3 -m pip install -q meson ninja 2>/dev/null || true
+meson setup build-gpu -Dbuildtype=release >/dev/null && ninja -C build-gpu libdspreload.so >/dev/null || exit 1
+lib=$PWD/build-gpu/libdspreload.so
+cuda=${CUDA_HOME:-/usr/local/cuda}
+cudart_dir=$(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(os.path.dirname(nvidia.cuda_runtime.__file__), "lib"))' 2>/dev/null || echo "$cuda/lib64")
+cc -O2 -I"$cuda/include" tests/gpu/cuda_cycle.c -L"$cudart_dir" -l:libcudart.so.13 -Wl,-rpath,"$cudart_dir" -o "$out/cuda_cycle" 2>/dev/null ||
+cc -O2 -I"$cuda/include" tests/gpu/cuda_cycle.c -L"$cudart_dir" -l:libcudart.so.12 -Wl,-rpath,"$cudart_dir" -o "$out/cuda_cycle" || exit 1
+echo "== C, without the shim (100 cycles: each is a real pin and unpin)"
+"$out/cuda_cycle" 100 8 | tee "$out/c_plain.txt"
+echo "== C, with the shim (1000 cycles)"
+LD_PRELOAD=$lib DSP_STATS=1 "$out/cuda_cycle" 1000 8 | tee "$out/c_shim.txt"
+python3 - "$out/c_plain.txt" "$out/c_shim.txt" <<'PY'
+import sys
+a, b = ({l.split()[0]: float(l.split()[1]) for l in open(f) if len(l.split()) == 3} for f in sys.argv[1:])
+print("ratio cycle_64MiB %.0fx (goal >= 100x)" % (a["cycle_64MiB"] / b["cycle_64MiB"]))
+k = [x for x in a if x.startswith("first_alloc")][0]
+print("ratio %s %.2fx (goal >= 3x)" % (k, a[k] / b[k]))
+print("ratio h2d %.3f (goal >= 0.98)" % (b["h2d_GBps"] / a["h2d_GBps"]))
+PY
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo "== torch, without the shim"; python3 tests/gpu/torch_check.py | tee "$out/t_plain.txt"
+  echo "== torch, with the shim"; LD_PRELOAD=$lib DSP_STATS=1 python3 tests/gpu/torch_check.py | tee "$out/t_shim.txt"
+  python3 - "$out/t_plain.txt" "$out/t_shim.txt" <<'PY'
+import sys
+a, b = ({l.split()[0]: float(l.split()[1]) for l in open(f) if len(l.split()) == 3 and l.split()[0] != "FAIL"} for f in sys.argv[1:])
+print("ratio h2d vs torch-native pinned %.3f (goal >= 0.98)" % (b["h2d_GBps"] / a["h2d_GBps"]))
+print("ratio d2h vs torch-native pinned %.3f (goal >= 0.98)" % (b["d2h_GBps"] / a["d2h_GBps"]))
+print("ratio pin_memory+emptyCache cycle %.2fx" % (a["pin_empty_cycle"] / b["pin_empty_cycle"]))
+PY
+else
+  echo "== torch with CUDA not available: torch checks skipped"
+fi
