@@ -76,6 +76,8 @@ static int resolve_slow(void) {
     return atomic_load(&mode);
 }
 
+/* Every hook starts here: resolves the real functions at the first hooked call,
+ * whichever it is (regression: cuda_first_call), and says whether to serve. */
 static inline int serving(void) {
     int m = atomic_load_explicit(&mode, memory_order_acquire);
     return DSP_LIKELY(m == 1) || (m == 0 && resolve_slow() == 1);
@@ -202,14 +204,16 @@ DSP_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
 
 DSP_API cudaError_t cudaFreeHost(void *ptr) {
     struct dsp_block b;
-    /* Inherited blocks too (dsp_block_at): a forked child frees them without
-     * any driver call. */
-    if (ptr && atomic_load_explicit(&mode, memory_order_relaxed) != 0 &&
-        dsp_block_at((uintptr_t)ptr, &b) && (b.flags & DSP_BLOCKF_REG) && (b.flags & SERVED)) {
+    int on = serving();
+    /* Served blocks are ours to free even once serving stopped (no driver
+     * any more), and inherited ones too (dsp_block_at): a forked child frees
+     * them without any driver call. */
+    if (ptr && dsp_block_at((uintptr_t)ptr, &b) && (b.flags & DSP_BLOCKF_REG) &&
+        (b.flags & SERVED)) {
         dsp_vreg_drop_range(b.base, b.len);
         if (dsp_block_free(b.base) == 0) {
             dsp_stat_add(DSP_ST_cuda_free_pooled, 1);
-            if (serving() && dsp_pool_excess()) { /* over DSP_POOL_MAX: sync, then give back */
+            if (on && dsp_pool_excess()) { /* over DSP_POOL_MAX: sync, then give back */
                 sync_quarantine(ALL);
                 evict(0);
             }
@@ -248,7 +252,7 @@ real_call:;
 
 DSP_API cudaError_t cudaHostUnregister(void *ptr) {
     struct dsp_block b;
-    if (ptr && atomic_load_explicit(&mode, memory_order_relaxed) == 1) {
+    if (serving() && ptr) {
         if (dsp_vreg_remove(ptr)) return cudaSuccess;
         /* A manager block itself was never registered by the caller (the
          * driver's registration is ours): as for cudaHostAlloc memory. */
@@ -264,7 +268,7 @@ DSP_API cudaError_t cudaHostUnregister(void *ptr) {
 
 DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
     struct dsp_block b;
-    if (pFlags && serving() && dsp_block_find(pHost, &b) && (b.flags & DSP_BLOCKF_REG)) {
+    if (serving() && pFlags && dsp_block_find(pHost, &b) && (b.flags & DSP_BLOCKF_REG)) {
         if (!(b.flags & SERVED)) return cudaErrorInvalidValue; /* not cudaHostAlloc memory */
         *pFlags = b.flags & ASKED;
         return cudaSuccess;
