@@ -170,8 +170,19 @@ static size_t cuda_trim(void) {
 static int serve(void **p, size_t size, unsigned flags) {
     sync_quarantine(dsp_align_up(size, DSP_PAGE));
     struct dsp_block b;
-    void *ptr = dsp_block_alloc(size, DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED, &b);
-    if (!ptr) return -1;
+    unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED;
+    void *ptr = dsp_block_alloc(size, how | DSP_BLK_QUIET, &b);
+    if (!ptr) {
+        /* Over budget: the registered pool is the first thing to give up
+         * (after the device is done with what waits in quarantine), before
+         * the call goes to the real function (test cuda_budget_evict). */
+        if (dsp_cuda_pool_would_make_room(dsp_align_up(size, DSP_PAGE))) {
+            sync_quarantine(ALL);
+            evict(1);
+        }
+        ptr = dsp_block_alloc(size, how, &b);
+        if (!ptr) return -1;
+    }
     if (b.flags & DSP_BLOCKF_REG) {
         dsp_block_set_registered(b.base, SERVED | flags); /* a pooled, registered block */
     } else if (register_block(b.base, b.span_len, SERVED | flags) != cudaSuccess) {

@@ -10,6 +10,7 @@
 enum {
     DSP_BLK_LOCK_OPTIONAL = 1, /* populated but unlocked if mlock is refused (the driver pins) */
     DSP_BLK_REGISTERED = 2,    /* try the pool of CUDA-registered spans first */
+    DSP_BLK_QUIET = 4, /* a budget refusal is neither logged nor counted (a retry follows) */
 };
 
 /* Registry flags of a manager block. */
@@ -64,6 +65,10 @@ struct dsp_evicted {
 };
 size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max);
 void dsp_cuda_evicted(void *token);
+
+/* 1 when giving back the registered pool and quarantine would leave room for
+ * len more pinned bytes (so a hopeless request does not empty them). */
+int dsp_cuda_pool_would_make_room(size_t len);
 
 /* Pooled bytes (both pools and quarantine) over DSP_POOL_MAX, or 0. */
 size_t dsp_pool_excess(void);

@@ -24,6 +24,16 @@ static size_t pooled(void) {
     return m->cached.bytes + m->cuda_cached.bytes + m->quarantine_bytes + m->quarantine_syncing;
 }
 
+int dsp_cuda_pool_would_make_room(size_t len) {
+    struct dsp_manager *m = &dsp_mgr;
+    pthread_mutex_lock(&m->mu);
+    size_t reg = m->cuda_cached.bytes + m->quarantine_bytes + m->quarantine_syncing;
+    size_t rest = m->pinned > reg ? m->pinned - reg : 0;
+    int ok = reg > 0 && len <= m->cap && rest <= m->cap - len;
+    pthread_mutex_unlock(&m->mu);
+    return ok;
+}
+
 size_t dsp_pool_excess(void) {
     pthread_mutex_lock(&dsp_mgr.mu);
     size_t p = pooled(), max = dsp_mgr.pool_max;

@@ -100,8 +100,9 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     /* Locked if the budget allows; a CUDA block may go unlocked instead, since
      * the driver's registration pins it whatever RLIMIT_MEMLOCK says. */
     int lock = 1;
-    if (dsp_budget_reserve(len, 1, optional) != 0) {
-        if (!optional || dsp_budget_reserve(len, 0, 0) != 0) {
+    int quiet = (how & DSP_BLK_QUIET) != 0;
+    if (dsp_budget_reserve(len, 1, optional || quiet) != 0) {
+        if (!optional || dsp_budget_reserve(len, 0, quiet) != 0) {
             pthread_mutex_unlock(&m->mu);
             return fail(ENOMEM);
         }
