@@ -2,10 +2,11 @@
  *
  * cudaHostAlloc/cudaMallocHost get a manager block of the exact (page-rounded)
  * size, registered with the real cudaHostRegister so the driver treats it as
- * pinned; cudaFreeHost returns it to the pool still registered. Everything the
- * shim cannot serve, or that fails on its side, goes to the real function with
- * the caller's arguments: never worse than without the shim. docs/cuda.md
- * explains each decision.
+ * pinned; cudaFreeHost waits for the device, as the real one does, and returns
+ * the block to the pool still registered. Everything the shim cannot serve, or
+ * that fails on its side, goes to the real function with the caller's
+ * arguments: never worse than without the shim. docs/cuda.md explains each
+ * decision.
  *
  * The shim links no CUDA library: real functions are found at the first call
  * (src/symbols.c), including in a libcudart loaded RTLD_LOCAL. */
@@ -20,6 +21,7 @@
 #include "cuda_types.h"
 #include "cuda_vreg.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 /* Our own user bit: the block was served by cudaHostAlloc/cudaMallocHost (as
@@ -44,18 +46,50 @@ static struct {
     cudaError_t (*GetLastError)(void);
 } real;
 
-/* 0: unresolved; 1: serving; 2: pass everything through (DSP_CUDA=off, or no
- * usable driver). One load and a branch on every hook. */
+/* 0: not resolved yet; 1: serving; 2: pass everything through (DSP_CUDA=off,
+ * no usable driver, or a forked child of a process that used CUDA). One load
+ * and a branch on every hook. */
 static _Atomic int mode;
-static int missing_logged, register_logged, nodriver_logged, unregister_logged;
+static int missing_logged, register_logged, nodriver_logged, unregister_logged, sync_logged;
+
+/* Serialises registering a block on demand (two threads asking about slices
+ * of one new block must not both register it: the second would get 712). */
+static pthread_mutex_t ondemand_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void fork_prepare(void) {
+    pthread_mutex_lock(&ondemand_mu);
+}
+static void fork_parent(void) {
+    pthread_mutex_unlock(&ondemand_mu);
+}
+static void fork_child(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    ondemand_mu = fresh;
+    /* CUDA does not survive fork: a child of a process that served blocks
+     * passes CUDA calls through rather than pin blocks the driver refuses. */
+    int serving_mode = 1;
+    atomic_compare_exchange_strong(&mode, &serving_mode, 2);
+}
+
+static void layer_freed(uintptr_t base, size_t len);
+static int layer_make_room(size_t len);
+static void layer_over_limit(void);
+static size_t layer_trim(void);
+static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, layer_over_limit,
+                                               layer_trim};
 
 #define RESOLVE(field, name)                                                                       \
     __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcudart.so"),      \
                      __ATOMIC_RELAXED)
 
-static size_t cuda_trim(void);
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void) {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    dsp_vreg_init();
+}
 
 static int resolve_slow(void) {
+    pthread_once(&atfork_once, register_atfork);
     RESOLVE(HostAlloc, "cudaHostAlloc");
     RESOLVE(MallocHost, "cudaMallocHost");
     RESOLVE(FreeHost, "cudaFreeHost");
@@ -66,11 +100,11 @@ static int resolve_slow(void) {
     RESOLVE(PointerGetAttributes, "cudaPointerGetAttributes");
     RESOLVE(DeviceSynchronize, "cudaDeviceSynchronize");
     RESOLVE(GetLastError, "cudaGetLastError");
-    int m = 1;
-    if (!dsp_ensure_init() || dsp_opt(DSP_OPT_CUDA) == 1) m = 2;
+    if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
     if (!real.HostRegister || !real.HostUnregister || !real.DeviceSynchronize || !real.GetLastError)
-        m = 2;
-    if (m == 1) dsp_set_layer_trim(cuda_trim);
+        return 0; /* no libcudart loaded yet (a probe): not settled, retry at the next call */
+    int m = dsp_opt(DSP_OPT_CUDA) == 1 ? 2 : 1;
+    if (m == 1) dsp_set_layer(&layer_ops);
     int expected = 0;
     atomic_compare_exchange_strong(&mode, &expected, m);
     return atomic_load(&mode);
@@ -84,10 +118,10 @@ static inline int serving(void) {
 }
 
 static cudaError_t missing(const char *name) {
-    dsp_log_once(
-        &missing_logged, DSP_LOG_ERROR,
-        "%s called but no libcudart with it is loaded; returning cudaErrorInsufficientDriver",
-        name);
+    dsp_log_once(&missing_logged, DSP_LOG_ERROR,
+                 "%s called but no libcudart with it is loaded; returning "
+                 "cudaErrorInsufficientDriver",
+                 name);
     return cudaErrorInsufficientDriver;
 }
 
@@ -104,17 +138,16 @@ static void forget_error(cudaError_t rc) {
     }
 }
 
-/* Registers a block's whole span with the driver, once. 0 or the error. */
+/* Registers a block's whole span with the driver. 0 or the error. */
 static cudaError_t register_block(uintptr_t base, size_t span_len, unsigned user) {
     cudaError_t rc = real.HostRegister((void *)base, span_len, REGISTER_FLAGS);
     if (rc != cudaSuccess) {
         forget_error(rc);
         if (rc != cudaErrorInsufficientDriver && rc != cudaErrorNoDevice)
-            dsp_log_once(
-                &register_logged, DSP_LOG_WARN,
-                "cudaHostRegister of a pinned block failed (error %d); the call falls back to "
-                "the real function",
-                rc);
+            dsp_log_once(&register_logged, DSP_LOG_WARN,
+                         "cudaHostRegister of a pinned block failed (error %d); the call falls "
+                         "back to the real function",
+                         rc);
         return rc;
     }
     dsp_stat_add(DSP_ST_cuda_registrations, 1);
@@ -122,36 +155,26 @@ static cudaError_t register_block(uintptr_t base, size_t span_len, unsigned user
     return cudaSuccess;
 }
 
-/* Freed registered blocks are reused only after the device has finished with
- * them: the real cudaFreeHost waits for the device, and callers rely on it
- * (a copy still in flight from freed memory must not reach its next owner).
- * One synchronisation covers every block freed before it. */
-#define ALL ((size_t)-1 >> 1) /* no pooled block fits: claim the whole quarantine */
-
-static void sync_quarantine(size_t len) {
-    void *list = dsp_cuda_quarantine_claim(len);
-    if (!list) return;
-    cudaError_t rc = real.DeviceSynchronize();
-    if (rc != cudaSuccess) forget_error(rc);
-    dsp_stat_add(DSP_ST_cuda_syncs, 1);
-    dsp_cuda_quarantine_done(list);
-}
-
 /* Unregisters and gives back pooled registered blocks: over DSP_POOL_MAX, or
- * all of them (dsp_trim). Returns bytes released. */
+ * all of them. Returns bytes released. */
 static size_t evict(int all) {
     struct dsp_evicted e[16];
     size_t n, total = 0;
     while ((n = dsp_cuda_evict(all, e, 16)) > 0) {
         for (size_t i = 0; i < n; i++) {
             cudaError_t rc = real.HostUnregister((void *)e[i].base);
-            if (rc != cudaSuccess) {
+            if (rc != cudaSuccess && rc != cudaErrorHostMemoryNotRegistered) {
+                /* The driver may still pin these pages: never reuse them. */
                 forget_error(rc);
                 dsp_log_once(&unregister_logged, DSP_LOG_WARN,
-                             "cudaHostUnregister of a pooled block failed (error %d)", rc);
-            } else {
-                dsp_stat_add(DSP_ST_cuda_unregistrations, 1);
+                             "cudaHostUnregister of a pooled block failed (error %d); it is kept "
+                             "out of use",
+                             rc);
+                dsp_cuda_evict_failed(e[i].token);
+                continue;
             }
+            if (rc != cudaSuccess) forget_error(rc);
+            dsp_stat_add(DSP_ST_cuda_unregistrations, 1);
             dsp_vreg_drop_range(e[i].base, e[i].len);
             dsp_cuda_evicted(e[i].token);
             total += e[i].len;
@@ -160,26 +183,34 @@ static size_t evict(int all) {
     return total;
 }
 
-static size_t cuda_trim(void) {
-    if (!serving()) return 0;
-    sync_quarantine(ALL);
-    return evict(1);
+/* The manager's hooks (block.h), called from the public API only. */
+static void layer_freed(uintptr_t base, size_t len) {
+    dsp_vreg_drop_range(base, len); /* its sub-registrations die with it */
+}
+
+static int layer_make_room(size_t len) {
+    if (!serving() || !dsp_cuda_pool_would_make_room(len)) return 0;
+    return evict(1) > 0;
+}
+
+static void layer_over_limit(void) {
+    if (serving()) evict(0);
+}
+
+static size_t layer_trim(void) {
+    return serving() ? evict(1) : 0;
 }
 
 /* 0 and *p set when served, else -1 (the caller falls back). */
 static int serve(void **p, size_t size, unsigned flags) {
-    sync_quarantine(dsp_align_up(size, DSP_PAGE));
     struct dsp_block b;
     unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED;
     void *ptr = dsp_block_alloc(size, how | DSP_BLK_QUIET, &b);
     if (!ptr) {
-        /* Over budget: the registered pool is the first thing to give up
-         * (after the device is done with what waits in quarantine), before
-         * the call goes to the real function (test cuda_budget_evict). */
-        if (dsp_cuda_pool_would_make_room(dsp_align_up(size, DSP_PAGE))) {
-            sync_quarantine(ALL);
-            evict(1);
-        }
+        /* Over budget: the registered pool gives way first, if that can be
+         * enough, before the call goes to the real function
+         * (cuda_budget_evict). */
+        if (size <= ((size_t)1 << 56)) layer_make_room(dsp_align_up(size, DSP_PAGE));
         ptr = dsp_block_alloc(size, how, &b);
         if (!ptr) return -1;
     }
@@ -216,18 +247,29 @@ DSP_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
 DSP_API cudaError_t cudaFreeHost(void *ptr) {
     struct dsp_block b;
     int on = serving();
-    /* Served blocks are ours to free even once serving stopped (no driver
-     * any more), and inherited ones too (dsp_block_at): a forked child frees
-     * them without any driver call. */
-    if (ptr && dsp_block_at((uintptr_t)ptr, &b) && (b.flags & DSP_BLOCKF_REG) &&
-        (b.flags & SERVED)) {
-        dsp_vreg_drop_range(b.base, b.len);
+    /* Served blocks are ours to free even once serving stopped, and inherited
+     * ones too (dsp_block_at): a forked child frees them without any driver
+     * call (fork_child cleared their registration). */
+    if (ptr && dsp_block_at((uintptr_t)ptr, &b) && (b.flags & SERVED)) {
+        if (on && (b.flags & DSP_BLOCKF_REG) && dsp_block_find(ptr, &b)) {
+            /* The real cudaFreeHost waits for the device, and callers rely on
+             * it: a copy still in flight from this block must finish before
+             * the block can reach its next owner. Waiting here, where the real
+             * call waits, keeps its semantics exactly (a wait at reuse time
+             * could break a graph capture the real call would not). */
+            cudaError_t rc = real.DeviceSynchronize();
+            dsp_stat_add(DSP_ST_cuda_syncs, 1);
+            if (rc != cudaSuccess) {
+                dsp_log_once(&sync_logged, DSP_LOG_WARN,
+                             "cudaFreeHost: waiting for the device failed (error %d); the block "
+                             "is not freed",
+                             rc);
+                return rc; /* the runtime's last error is the driver's own */
+            }
+        }
         if (dsp_block_free(b.base) == 0) {
             dsp_stat_add(DSP_ST_cuda_free_pooled, 1);
-            if (on && dsp_pool_excess()) { /* over DSP_POOL_MAX: sync, then give back */
-                sync_quarantine(ALL);
-                evict(0);
-            }
+            if (on && dsp_pool_excess()) evict(0); /* over DSP_POOL_MAX */
             return cudaSuccess;
         }
     }
@@ -239,19 +281,28 @@ DSP_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
     if (serving() && ptr && size &&
         !(flags & (cudaHostRegisterIoMemory | cudaHostRegisterReadOnly)) &&
         dsp_block_find(ptr, &b)) {
-        if (!(b.flags & DSP_BLOCKF_REG) &&
-            register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER) != 0)
-            goto real_call; /* the driver will answer as it would have */
-        if ((uintptr_t)ptr + size > b.base + b.len || (uintptr_t)ptr + size < (uintptr_t)ptr)
-            return cudaErrorHostMemoryAlreadyRegistered; /* runs past a registered block */
-        int rc = dsp_vreg_add(ptr, size);
-        if (rc == 0) dsp_stat_add(DSP_ST_cuda_register_inside_block, 1);
-        return rc;
+        if (!(b.flags & DSP_BLOCKF_REG)) {
+            pthread_mutex_lock(&ondemand_mu);
+            int ok = dsp_block_find(ptr, &b) &&
+                     ((b.flags & DSP_BLOCKF_REG) ||
+                      register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER) == cudaSuccess);
+            pthread_mutex_unlock(&ondemand_mu);
+            if (!ok) goto real_call; /* the driver answers as it would have */
+        }
+        /* Inside the block, not overlapping an earlier sub-registration:
+         * success without the driver. Anything else (running past the block,
+         * overlapping): the driver's own answer, 712 with its last error, since
+         * it sees these pages registered. */
+        if ((uintptr_t)ptr + size <= b.base + b.len && (uintptr_t)ptr + size > (uintptr_t)ptr &&
+            dsp_vreg_add(ptr, size) == 0) {
+            dsp_stat_add(DSP_ST_cuda_register_inside_block, 1);
+            return cudaSuccess;
+        }
+        return CALL_REAL(HostRegister, "cudaHostRegister", ptr, size, flags);
     }
 real_call:;
     cudaError_t rc = CALL_REAL(HostRegister, "cudaHostRegister", ptr, size, flags);
-    if (rc == cudaSuccess && ptr && size &&
-        !(flags & (cudaHostRegisterIoMemory | cudaHostRegisterReadOnly))) {
+    if (rc == cudaSuccess && ptr && size) {
         /* The driver pins whole pages: so does the registry entry. */
         uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
         uintptr_t hi = dsp_align_up_ptr((uintptr_t)ptr + size, DSP_PAGE);
@@ -265,9 +316,13 @@ DSP_API cudaError_t cudaHostUnregister(void *ptr) {
     struct dsp_block b;
     if (serving() && ptr) {
         if (dsp_vreg_remove(ptr)) return cudaSuccess;
-        /* A manager block itself was never registered by the caller (the
-         * driver's registration is ours): as for cudaHostAlloc memory. */
-        if (dsp_block_find(ptr, &b)) return cudaErrorHostMemoryNotRegistered;
+        /* The base of a registered manager block: that registration is ours,
+         * never the caller's, so the answer is the one for cudaHostAlloc
+         * memory; passing it on would unregister the block under its owner.
+         * Other pointers (interior, or a block not registered by us) get the
+         * driver's answer. */
+        if (dsp_block_find(ptr, &b) && (b.flags & DSP_BLOCKF_REG) && (uintptr_t)ptr == b.base)
+            return cudaErrorHostMemoryNotRegistered;
     }
     cudaError_t rc = CALL_REAL(HostUnregister, "cudaHostUnregister", ptr);
     struct dsp_range r;
@@ -279,26 +334,30 @@ DSP_API cudaError_t cudaHostUnregister(void *ptr) {
 
 DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
     struct dsp_block b;
-    if (serving() && pFlags && dsp_block_find(pHost, &b) && (b.flags & DSP_BLOCKF_REG)) {
-        if (!(b.flags & SERVED)) return cudaErrorInvalidValue; /* not cudaHostAlloc memory */
+    if (serving() && pFlags && dsp_block_find(pHost, &b) && (b.flags & SERVED)) {
         *pFlags = b.flags & ASKED;
         return cudaSuccess;
     }
+    /* Other manager blocks are registered memory, not cudaHostAlloc memory:
+     * the driver's own answer (an error, with its last error). */
     return CALL_REAL(HostGetFlags, "cudaHostGetFlags", pFlags, pHost);
 }
 
 /* A block pinned by another layer (dsp_alloc, malloc hints) is registered with
  * the driver at the application's first CUDA question about it, never earlier:
  * not from the malloc path, not in a forked child (inherited blocks are not
- * found there), not from a constructor. */
+ * found there, and the child passes through), not from a constructor. */
 static void register_on_demand(const void *p) {
     struct dsp_block b;
-    if (serving() && dsp_block_find(p, &b) && !(b.flags & DSP_BLOCKF_REG))
+    if (!serving() || !dsp_block_find(p, &b) || (b.flags & DSP_BLOCKF_REG)) return;
+    pthread_mutex_lock(&ondemand_mu);
+    if (dsp_block_find(p, &b) && !(b.flags & DSP_BLOCKF_REG))
         register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER);
+    pthread_mutex_unlock(&ondemand_mu);
 }
 
 DSP_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
-    register_on_demand(pHost);
+    register_on_demand(pHost); /* resolves */
     return CALL_REAL(HostGetDevicePointer, "cudaHostGetDevicePointer", pDevice, pHost, flags);
 }
 

@@ -29,8 +29,7 @@ static void reset_mu(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     mu = fresh;
 }
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void register_atfork(void) {
+void dsp_vreg_init(void) {
     pthread_atfork(lock_mu, unlock_mu, reset_mu);
 }
 
@@ -63,7 +62,6 @@ static int grow(void) {
 int dsp_vreg_add(const void *ptr, size_t size) {
     uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
     uintptr_t hi = dsp_align_up_ptr((uintptr_t)ptr + size, DSP_PAGE);
-    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&mu);
     size_t i = first_not_below(lo);
     int rc = 0;

@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Registers the fork handlers of its lock; call once before any other use
+ * (a fork while another thread holds it must not lock the child out). */
+void dsp_vreg_init(void);
+
 /* 0, or 712 (cudaErrorHostMemoryAlreadyRegistered) when a page of the range is
  * registered already, or 2 (cudaErrorMemoryAllocation) when out of memory. */
 int dsp_vreg_add(const void *ptr, size_t size);

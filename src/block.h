@@ -38,26 +38,29 @@ int dsp_block_at(uintptr_t base, struct dsp_block *out);
 int dsp_block_set_registered(uintptr_t base, unsigned user);
 
 /* Frees a live block by its exact base: 0, or -EINVAL. A registered block goes
- * to quarantine: it is reused only after the CUDA layer synchronised. */
+ * to the registered pool, the layer's freed() hook dropping its state. */
 int dsp_block_free(uintptr_t base);
 
 /* As dsp_block_free, but gives the memory back to the kernel at once instead
  * of pooling it: for a block its layer could not use (registration failed). */
 int dsp_block_discard(uintptr_t base);
 
-#endif
+/* The CUDA layer's side of the manager. The core never calls the driver: it
+ * calls these hooks, and only from the public API (dsp_alloc, dsp_free,
+ * dsp_trim), never from an allocation path of another layer. */
+struct dsp_layer_ops {
+    void (*freed)(uintptr_t base, size_t len); /* a registered block was freed (no driver call) */
+    int (*make_room)(size_t len); /* over budget: give back pooled blocks; 1 if it did */
+    void (*over_limit)(void);     /* pooled memory is over DSP_POOL_MAX */
+    size_t (*trim)(void);         /* give back everything pooled; bytes */
+};
+void dsp_set_layer(const struct dsp_layer_ops *ops);
 
-/* CUDA pool maintenance, for the CUDA layer (the core never calls the driver).
- * Quarantine: when the registered pool has no fit for len, takes the freed
- * registered spans out for the caller to synchronise the device, then
- * dsp_cuda_quarantine_done() pools them. NULL when there is nothing to do. */
-void *dsp_cuda_quarantine_claim(size_t len);
-void dsp_cuda_quarantine_done(void *list);
-
-/* Eviction: takes up to max pooled registered spans while pooled memory is over
- * its limit (or all of them with all != 0); the caller unregisters each base
- * and hands the token back to dsp_cuda_evicted(). Quarantined spans are not
- * evicted: they may still be in use by the device. */
+/* Eviction: takes up to max pooled registered spans, largest first, while
+ * pooled memory is over DSP_POOL_MAX (or all of them with all != 0); the
+ * caller unregisters each base with the driver, then hands the token to
+ * dsp_cuda_evicted(), or to dsp_cuda_evict_failed() if the driver refused
+ * (the span is then kept out of use: its pages may still be pinned). */
 struct dsp_evicted {
     uintptr_t base;
     size_t len;
@@ -65,13 +68,13 @@ struct dsp_evicted {
 };
 size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max);
 void dsp_cuda_evicted(void *token);
+void dsp_cuda_evict_failed(void *token);
 
-/* 1 when giving back the registered pool and quarantine would leave room for
- * len more pinned bytes (so a hopeless request does not empty them). */
+/* 1 when giving back the registered pool would leave room for len more
+ * pinned bytes (so a hopeless request does not empty it). */
 int dsp_cuda_pool_would_make_room(size_t len);
 
-/* Pooled bytes (both pools and quarantine) over DSP_POOL_MAX, or 0. */
+/* Pooled bytes (both pools) over DSP_POOL_MAX, or 0. */
 size_t dsp_pool_excess(void);
 
-/* Registers the layer's own trim (run by dsp_trim). */
-void dsp_set_layer_trim(size_t (*fn)(void));
+#endif

@@ -1,34 +1,13 @@
-/* The manager's side of the CUDA pool: registered spans pooled apart, the
- * quarantine, eviction. Every driver call is the CUDA layer's. */
+/* The manager's side of the CUDA pool: registered spans pooled apart and their
+ * eviction. Every driver call is the CUDA layer's. */
 #include "block.h"
 #include "manager.h"
 #include "stats.h"
 
-void *dsp_cuda_quarantine_claim(size_t len) {
-    struct dsp_manager *m = &dsp_mgr;
-    pthread_mutex_lock(&m->mu);
-    struct dsp_span *list = NULL, *fit = dsp_bins_find(&m->cuda_cached, len);
-    if (m->quarantine && (!fit || fit->len - len > len / 4)) list = dsp_quarantine_take();
-    pthread_mutex_unlock(&m->mu);
-    return list;
-}
-
-void dsp_cuda_quarantine_done(void *list) {
-    pthread_mutex_lock(&dsp_mgr.mu);
-    dsp_quarantine_release(list);
-    pthread_mutex_unlock(&dsp_mgr.mu);
-}
-
-static size_t pooled(void) {
-    struct dsp_manager *m = &dsp_mgr;
-    return m->cached.bytes + m->cuda_cached.bytes + m->quarantine_bytes + m->quarantine_syncing;
-}
-
 int dsp_cuda_pool_would_make_room(size_t len) {
     struct dsp_manager *m = &dsp_mgr;
     pthread_mutex_lock(&m->mu);
-    size_t reg = m->cuda_cached.bytes + m->quarantine_bytes + m->quarantine_syncing;
-    size_t rest = m->pinned > reg ? m->pinned - reg : 0;
+    size_t reg = m->cuda_cached.bytes, rest = m->pinned > reg ? m->pinned - reg : 0;
     int ok = reg > 0 && len <= m->cap && rest <= m->cap - len;
     pthread_mutex_unlock(&m->mu);
     return ok;
@@ -36,7 +15,7 @@ int dsp_cuda_pool_would_make_room(size_t len) {
 
 size_t dsp_pool_excess(void) {
     pthread_mutex_lock(&dsp_mgr.mu);
-    size_t p = pooled(), max = dsp_mgr.pool_max;
+    size_t p = dsp_pooled_bytes(), max = dsp_mgr.pool_max;
     pthread_mutex_unlock(&dsp_mgr.mu);
     return p > max ? p - max : 0;
 }
@@ -48,7 +27,7 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
     pthread_mutex_lock(&m->mu);
     size_t keep = 0;
     if (!all) {
-        size_t p = pooled(), over = p > m->pool_max ? p - m->pool_max : 0;
+        size_t p = dsp_pooled_bytes(), over = p > m->pool_max ? p - m->pool_max : 0;
         keep = m->cuda_cached.bytes > over ? m->cuda_cached.bytes - over : 0;
     }
     size_t n = dsp_pool_evict_registered(keep, s, max);
@@ -71,6 +50,10 @@ void dsp_cuda_evicted(void *token) {
     pthread_mutex_unlock(&dsp_mgr.mu);
 }
 
-void dsp_set_layer_trim(size_t (*fn)(void)) {
-    __atomic_store_n(&dsp_mgr.on_trim, fn, __ATOMIC_RELEASE);
+void dsp_cuda_evict_failed(void *token) {
+    (void)token; /* stays LIVE, counted, in no index and not in the registry */
+}
+
+void dsp_set_layer(const struct dsp_layer_ops *ops) {
+    __atomic_store_n(&dsp_mgr.layer, ops, __ATOMIC_RELEASE);
 }

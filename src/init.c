@@ -56,8 +56,6 @@ static void fork_child(void) {
     /* Nothing is locked or registered here: the child must never call CUDA
      * for inherited memory, so registered spans are dropped, not unregistered. */
     m->pinned = m->locked = 0;
-    m->quarantine = NULL;
-    m->quarantine_bytes = m->quarantine_syncing = 0;
     size_t live = 0, blocks = 0;
     for (struct dsp_span *s = m->first, *next; s; s = next) {
         next = s->anext;

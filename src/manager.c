@@ -21,14 +21,15 @@ static void count_live(size_t len, int sign) {
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());
 }
 
-/* A freed span: registered ones wait in quarantine for the CUDA layer's sync;
- * unlocked ones (inherited across fork, or CUDA blocks that were never
- * registered) go straight back; the rest are pooled up to DSP_POOL_MAX, which
- * counts the CUDA pool too. */
+/* A freed span: registered ones go to the registered pool (the CUDA layer
+ * trims it, being the only one allowed to call the driver); unlocked ones
+ * (inherited across fork, or CUDA blocks that were never registered) go
+ * straight back; the rest are pooled, the general pool trimmed so that both
+ * together stay under DSP_POOL_MAX. */
 static void retire(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
     if (s->reg) {
-        dsp_quarantine_put(s);
+        dsp_pool_put(s);
         return;
     }
     if (!s->locked) {
@@ -36,7 +37,7 @@ static void retire(struct dsp_span *s) {
         return;
     }
     dsp_pool_put(s);
-    size_t cuda = m->cuda_cached.bytes + m->quarantine_bytes + m->quarantine_syncing;
+    size_t cuda = m->cuda_cached.bytes;
     dsp_pool_release_until(m->pool_max > cuda ? m->pool_max - cuda : 0);
 }
 
@@ -201,11 +202,14 @@ static int block_free(uintptr_t base, int discard) {
     dsp_reg_remove(r.base, NULL);
     count_live(r.end - r.base, -1);
     struct dsp_span *s = r.owner;
-    if (discard && !s->reg)
+    int reg = s->reg;
+    if (discard && !reg)
         dsp_span_release(s);
     else
         retire(s);
     pthread_mutex_unlock(&m->mu);
+    const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
+    if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
     return 0;
 }
 
@@ -218,12 +222,23 @@ int dsp_block_discard(uintptr_t base) {
 }
 
 DSP_API void *dsp_alloc(size_t size) {
-    return dsp_block_alloc(size, 0, NULL);
+    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
+    if (!layer) return dsp_block_alloc(size, 0, NULL);
+    /* Over budget, blocks the CUDA layer pools can make room (a block once
+     * registered on demand and freed here sits in its pool). */
+    void *p = dsp_block_alloc(size, DSP_BLK_QUIET, NULL);
+    if (!p && errno == ENOMEM && size <= ((size_t)1 << 56)) {
+        layer->make_room(dsp_align_up(size, DSP_PAGE));
+        p = dsp_block_alloc(size, 0, NULL);
+    }
+    return p;
 }
 
 DSP_API int dsp_free(void *ptr) {
     int rc = dsp_block_free((uintptr_t)ptr);
     if (rc) return errno = -rc, -1;
+    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
+    if (layer && dsp_pool_excess()) layer->over_limit();
     return 0;
 }
 
@@ -236,8 +251,8 @@ DSP_API size_t dsp_trim(void) {
     pthread_mutex_lock(&dsp_mgr.mu);
     size_t n = dsp_pool_release_until(0);
     pthread_mutex_unlock(&dsp_mgr.mu);
-    size_t (*layer)(void) = __atomic_load_n(&dsp_mgr.on_trim, __ATOMIC_ACQUIRE);
-    if (layer) n += layer();
+    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
+    if (layer) n += layer->trim();
     return n;
 }
 

@@ -4,6 +4,7 @@
 #define DSP_MANAGER_H
 
 #include "internal.h"
+#include "block.h"
 #include "slab.h"
 #include "span.h"
 
@@ -20,11 +21,9 @@ struct dsp_manager {
     _Atomic uintptr_t lo, hi;
     uintptr_t bump;
     struct dsp_bins cuda_cached; /* pooled spans still registered with CUDA */
-    struct dsp_span *quarantine; /* freed registered spans, linked by bnext */
-    size_t quarantine_bytes, quarantine_syncing;
-    size_t pinned, locked; /* see budget.c */
+    size_t pinned, locked;       /* see budget.c */
     size_t budget, cap, pool_max, arena_size;
-    size_t (*on_trim)(void); /* a layer's own pool (CUDA), released by dsp_trim */
+    const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
     int huge_mode, prefault_threads;
 };
 
@@ -75,9 +74,7 @@ void dsp_pool_put(struct dsp_span *s);            /* registered spans to their o
 size_t dsp_pool_release_until(size_t cached_max); /* general pool only; bytes released */
 size_t dsp_pool_evict_registered(size_t keep, struct dsp_span **out, size_t max);
 void dsp_span_release(struct dsp_span *s); /* uncount, drop, vacate (unregistered first) */
-void dsp_quarantine_put(struct dsp_span *s);
-struct dsp_span *dsp_quarantine_take(void);         /* detach the list to sync for */
-void dsp_quarantine_release(struct dsp_span *list); /* after the sync: into the CUDA pool */
+size_t dsp_pooled_bytes(void);             /* both pools */
 
 /* budget.c */
 void dsp_budget_configure(void);

@@ -10,9 +10,7 @@
 #include "stats.h"
 
 static void publish(void) {
-    struct dsp_manager *m = &dsp_mgr;
-    dsp_stat_set(DSP_ST_pool_cached_bytes,
-                 m->cached.bytes + m->cuda_cached.bytes + m->quarantine_bytes);
+    dsp_stat_set(DSP_ST_pool_cached_bytes, dsp_pooled_bytes());
 }
 
 struct dsp_span *dsp_pool_get(size_t len) {
@@ -76,37 +74,8 @@ void dsp_pool_put(struct dsp_span *s) {
     publish();
 }
 
-void dsp_quarantine_put(struct dsp_span *s) {
-    struct dsp_manager *m = &dsp_mgr;
-    s->state = DSP_SPAN_QUARANTINE;
-    s->bprev = NULL;
-    s->bnext = m->quarantine;
-    m->quarantine = s;
-    m->quarantine_bytes += s->len;
-    publish();
-}
-
-struct dsp_span *dsp_quarantine_take(void) {
-    struct dsp_manager *m = &dsp_mgr;
-    struct dsp_span *list = m->quarantine;
-    m->quarantine = NULL;
-    m->quarantine_bytes = 0;
-    /* They stay QUARANTINE (and in no index) until dsp_quarantine_release. */
-    size_t bytes = 0;
-    for (struct dsp_span *s = list; s; s = s->bnext) bytes += s->len;
-    m->quarantine_syncing += bytes;
-    return list;
-}
-
-void dsp_quarantine_release(struct dsp_span *list) {
-    struct dsp_manager *m = &dsp_mgr;
-    while (list) {
-        struct dsp_span *next = list->bnext;
-        m->quarantine_syncing -= list->len;
-        dsp_pool_put(list);
-        list = next;
-    }
-    publish();
+size_t dsp_pooled_bytes(void) {
+    return dsp_mgr.cached.bytes + dsp_mgr.cuda_cached.bytes;
 }
 
 void dsp_span_release(struct dsp_span *s) {

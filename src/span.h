@@ -8,10 +8,9 @@
 #include <stdint.h>
 
 enum dsp_span_state {
-    DSP_SPAN_VACANT,     /* reserved address space, PROT_NONE, no memory */
-    DSP_SPAN_CACHED,     /* freed block kept populated (and locked) for reuse */
-    DSP_SPAN_LIVE,       /* owned by a caller, or being populated or evicted */
-    DSP_SPAN_QUARANTINE, /* freed while registered with CUDA: reused only after a device sync */
+    DSP_SPAN_VACANT, /* reserved address space, PROT_NONE, no memory */
+    DSP_SPAN_CACHED, /* freed block kept populated (and locked) for reuse */
+    DSP_SPAN_LIVE,   /* owned by a caller, or being populated or evicted */
 };
 
 struct dsp_span {

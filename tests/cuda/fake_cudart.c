@@ -15,6 +15,7 @@
  * cudaHostRegister populates them (the driver pins without VM_LOCKED, so the
  * double never munlocks memory it did not lock itself). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -228,9 +229,11 @@ int cudaPointerGetAttributes(void *attr, const void *p) {
     return 0;
 }
 
+/* FAKECUDA_SYNC_FAIL=1: the device reports an error (999, cudaErrorUnknown). */
 int cudaDeviceSynchronize(void) {
     count(C_SYNC);
-    return 0;
+    const char *f = getenv("FAKECUDA_SYNC_FAIL");
+    return ret(f && *f == '1' ? 999 : 0);
 }
 
 int cudaGetLastError(void) {

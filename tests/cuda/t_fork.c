@@ -22,10 +22,12 @@ int main(void) {
         int after = calls("cudaHostRegister") + calls("cudaHostUnregister") +
                     calls("cudaFreeHost") + calls("cudaDeviceSynchronize");
         if (after - before != 1) _exit(5); /* only the register passed through */
-        /* New allocations still succeed (served, or passed through where the
-         * driver's state refuses: CUDA itself is not usable after fork). */
+        /* CUDA does not survive fork: the child passes new allocations
+         * through instead of pinning blocks the driver would refuse. */
         char *q = NULL;
+        int passed = calls("cudaHostAlloc");
         if (cudaHostAlloc((void **)&q, 1 << 20, 0) != cudaSuccess || !q) _exit(6);
+        if (calls("cudaHostAlloc") != passed + 1 || is_pinned(q, 1)) _exit(8);
         memset(q, 1, 1 << 20);
         if (stat_of("pool_hits") != 0) _exit(7); /* the inherited pool was not reused */
         _exit(0);

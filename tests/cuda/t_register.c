@@ -19,13 +19,20 @@ int main(void) {
           "overlaps a sub-registration");
     CHECK(cudaHostRegister(p + n - 4096, 8192, 0) == cudaErrorHostMemoryAlreadyRegistered,
           "runs past the block");
+    CHECK(calls("cudaHostRegister") == regs + 2, "both answered by the driver itself");
+    CHECK(cudaGetLastError() == cudaErrorHostMemoryAlreadyRegistered, "so its last error is set");
+    regs += 2;
     CHECK(cudaHostUnregister(p + 4096) == cudaSuccess, "mirrored");
     CHECK(cudaHostUnregister(p + 4096) == cudaErrorHostMemoryNotRegistered, "twice: 713");
     CHECK(cudaHostUnregister(p + 8192) == cudaErrorHostMemoryNotRegistered,
           "never registered: 713");
     CHECK(cudaHostUnregister(p + 4096 * 10) == cudaErrorHostMemoryNotRegistered);
-    CHECK(calls("cudaHostUnregister") == 0, "the block's own registration is never touched");
-    CHECK(fakecuda_kind(p) == 2);
+    CHECK(calls("cudaHostUnregister") == 3, "interior pointers get the driver's own 713: %d",
+          calls("cudaHostUnregister"));
+    CHECK(cudaGetLastError() == cudaErrorHostMemoryNotRegistered, "with its last error");
+    CHECK(cudaHostUnregister(p + 4096 * 100) == cudaErrorHostMemoryNotRegistered);
+    cudaGetLastError();
+    CHECK(fakecuda_kind(p) == 2, "the block's own registration is never touched");
     CHECK(cudaHostRegister(p + 4096, 4096, 0) == cudaSuccess, "free again after unregister");
     CHECK(cudaHostUnregister(p) == cudaSuccess && cudaHostUnregister(p + 4096) == cudaSuccess);
 

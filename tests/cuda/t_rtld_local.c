@@ -18,6 +18,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "FAIL: libcudart is in the global scope; the test needs it local\n");
         return 1;
     }
+    /* Regression: a hook reached before any libcudart was loaded (a probe
+     * through dlsym) settled the layer as pass-through for good. */
+    cudaError_t (*probe)(void **, size_t, unsigned) =
+        (cudaError_t(*)(void **, size_t, unsigned))dlsym(RTLD_DEFAULT, "cudaHostAlloc");
+    void *x = NULL;
+    if (!probe || probe(&x, 4096, 0) != cudaErrorInsufficientDriver) {
+        fprintf(stderr, "FAIL: the probe before libcudart\n");
+        return 1;
+    }
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "FAIL: %s\n", dlerror());
