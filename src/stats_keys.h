@@ -28,6 +28,6 @@ DSP_STAT(cuda_register_external, COUNTER,
 DSP_STAT(cuda_registrations, COUNTER, "blocks the shim registered with the driver")
 DSP_STAT(cuda_unregistrations, COUNTER,
          "pooled blocks the shim unregistered before giving them back")
-DSP_STAT(cuda_syncs, COUNTER, "device synchronisations before reusing freed registered blocks")
+DSP_STAT(cuda_syncs, COUNTER, "device waits in cudaFreeHost (the real one waits too)")
 DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")
