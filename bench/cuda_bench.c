@@ -6,7 +6,9 @@
  * Run as `cuda_bench LIBDSPRELOAD [--quick]`: it runs itself without and with
  * LD_PRELOAD and prints one table. On a GPU machine, tests/gpu/ measures the
  * same against the real driver. */
+#define DSP_CUDA_PROTOTYPES
 #include "../preload/cuda_types.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,25 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-cudaError_t cudaHostAlloc(void **, size_t, unsigned);
-cudaError_t cudaFreeHost(void *);
-cudaError_t cudaPointerGetAttributes(void *, const void *);
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* One side of the comparison, in this process: prints "cycle_s passthrough_ns". */
 static int measure(int quick) {

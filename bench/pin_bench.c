@@ -12,6 +12,7 @@
 #include "../src/manager.h"
 #include "../src/registry.h"
 #include "../src/stats.h"
+#include "timing.h"
 
 #include <dspreload.h>
 #include <stdio.h>
@@ -21,24 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 struct sample {
     double median, lo, hi; /* seconds (or ns for lookups) */
 };
 
 static struct sample summarize(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    struct sample s = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0], v[n - 1]};
+    struct sample s = {median(v, n), v[0], v[n - 1]}; /* median() sorts v */
     return s;
 }
 

@@ -29,4 +29,19 @@ enum {
  * shim never touches one, it only passes the caller's pointer on. */
 struct cudaPointerAttributes;
 
+/* The runtime's prototypes, for programs that call it (tests, benchmarks); the
+ * shim defines them itself. Attributes are passed as an opaque pointer. */
+#ifdef DSP_CUDA_PROTOTYPES
+#include <stddef.h>
+cudaError_t cudaHostAlloc(void **, size_t, unsigned);
+cudaError_t cudaMallocHost(void **, size_t);
+cudaError_t cudaFreeHost(void *);
+cudaError_t cudaHostRegister(void *, size_t, unsigned);
+cudaError_t cudaHostUnregister(void *);
+cudaError_t cudaHostGetFlags(unsigned *, void *);
+cudaError_t cudaHostGetDevicePointer(void **, void *, unsigned);
+cudaError_t cudaPointerGetAttributes(void *, const void *);
+cudaError_t cudaGetLastError(void);
+#endif
+
 #endif

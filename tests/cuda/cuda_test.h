@@ -3,6 +3,7 @@
 #ifndef DSP_CUDA_TEST_H
 #define DSP_CUDA_TEST_H
 
+#define DSP_CUDA_PROTOTYPES
 #include "../../preload/cuda_types.h"
 
 #include <dlfcn.h>
@@ -10,15 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-cudaError_t cudaHostAlloc(void **, size_t, unsigned);
-cudaError_t cudaMallocHost(void **, size_t);
-cudaError_t cudaFreeHost(void *);
-cudaError_t cudaHostRegister(void *, size_t, unsigned);
-cudaError_t cudaHostUnregister(void *);
-cudaError_t cudaHostGetFlags(unsigned *, void *);
-cudaError_t cudaHostGetDevicePointer(void **, void *, unsigned);
-cudaError_t cudaPointerGetAttributes(void *, const void *);
-cudaError_t cudaGetLastError(void);
 int fakecuda_count(const char *name); /* calls that reached the double */
 int fakecuda_kind(const void *p);     /* 0 unknown, 1 cudaHostAlloc memory, 2 registered */
 

@@ -1,21 +1,13 @@
 /* Against the real libcudart (CUDA toolkit, no driver here): prints the result
  * of every interposed call; tests/cuda/real_cudart.sh runs it with and without
  * the shim and requires identical output. */
+#define DSP_CUDA_PROTOTYPES
 #include "../../preload/cuda_types.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-cudaError_t cudaHostAlloc(void **, size_t, unsigned);
-cudaError_t cudaMallocHost(void **, size_t);
-cudaError_t cudaFreeHost(void *);
-cudaError_t cudaHostRegister(void *, size_t, unsigned);
-cudaError_t cudaHostUnregister(void *);
-cudaError_t cudaHostGetFlags(unsigned *, void *);
-cudaError_t cudaHostGetDevicePointer(void **, void *, unsigned);
-cudaError_t cudaPointerGetAttributes(void *, const void *);
-cudaError_t cudaGetLastError(void);
 
 int main(void) {
     void *p = (void *)0x1, *q = (void *)0x1, *dev = NULL;
