@@ -1,15 +1,18 @@
 /* The one table of dspreload's environment variables. Parsing (config.c), the
- * printed reference (dspreload-env) and docs/configuration.md all come from it.
+ * printed reference (dspreload env) and docs/configuration.md all come from it.
  *
  * DSP_OPTION(id, type, default, accepted forms, help) */
 DSP_OPTION(LOG, ENUM, "warn", "error|warn|info|debug",
            "Messages printed on stderr, each prefixed dspreload[PID]: warn shows failures "
            "and fallbacks, info adds one line per setting decided at start-up, debug "
            "adds every repeat of a failure.")
-DSP_OPTION(STATS, BOOL, "0", "0|1", "Print a short summary of what the shim did to stderr at exit.")
+DSP_OPTION(STATS, BOOL, "0", "0|1",
+           "Print a short summary of what the shim did to stderr at exit (processes that "
+           "pinned nothing and made no CUDA call print nothing).")
 DSP_OPTION(STATS_FILE, STRING, "", "a path; %p becomes the pid",
            "Write the statistics as one JSON object to this file at exit (one file per "
-           "process when the path holds %p, e.g. /tmp/dsp.%p.json).")
+           "process when the path holds %p, e.g. /tmp/dsp.%p.json); processes that pinned "
+           "nothing write none.")
 DSP_OPTION(MAX_PINNED, SIZE, "auto", "auto, bytes (64G, 512M, 1.5T) or a share of RAM (50%)",
            "Most bytes the process keeps pinned, pool included. auto is 80% of RAM, and "
            "RLIMIT_MEMLOCK as well when the process lacks CAP_IPC_LOCK. Past it, "

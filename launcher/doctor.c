@@ -1,0 +1,250 @@
+/* dspreload doctor [PATH ...]: what this machine allows, one line a check,
+ * OK / WARN / FAIL with the fix. Exit status 1 when anything FAILs. */
+#include "../src/config.h"
+#include "../src/fmt.h"
+#include "../src/internal.h"
+#include "../src/sys.h"
+#include "launcher.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+static int fails, warns;
+
+static void line(const char *level, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void line(const char *level, const char *what, const char *fmt, ...) {
+    if (!strcmp(level, "FAIL")) fails++;
+    if (!strcmp(level, "WARN")) warns++;
+    printf("%-4s  %-22s ", level, what);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static void check_library(void) {
+    const char *lib = find_library();
+    if (!lib) {
+        line("FAIL", "library",
+             "libdspreload.so not found beside %s: build it (meson compile -C build) or install it",
+             self_dir());
+        return;
+    }
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    const char *(*version)(void) = h ? (const char *(*)(void))dlsym(h, "dsp_version") : NULL;
+    if (!version)
+        line("FAIL", "library", "%s does not load: %s", lib, dlerror());
+    else
+        line("OK", "library", "%s (dspreload %s)", lib, version());
+}
+
+static void check_memlock(void) {
+    char a[32];
+    size_t lim = dsp_sys_memlock_limit();
+    int cap = dsp_sys_has_ipc_lock();
+    if (cap || lim == (size_t)-1)
+        line("OK", "memlock", "%s",
+             cap ? "CAP_IPC_LOCK: no limit on locked memory" : "RLIMIT_MEMLOCK unlimited");
+    else
+        line("WARN", "memlock",
+             "RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is missing: dsp_alloc can lock only that much "
+             "(CUDA blocks are still served, pinned by the driver). Fix: ulimit -l unlimited; "
+             "docker run --ulimit memlock=-1; Kubernetes: capabilities add IPC_LOCK",
+             dsp_fmt_bytes(a, sizeof a, lim));
+}
+
+static void check_budget(void) {
+    char a[32], b[32], c[32];
+    size_t ram = dsp_sys_ram();
+    extern char **environ;
+    dsp_config_load(environ, ram); /* the library's own reading of DSP_* */
+    size_t budget = (size_t)dsp_opt(DSP_OPT_MAX_PINNED), pool = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
+    const char *how = "DSP_MAX_PINNED";
+    if (budget == DSP_SIZE_AUTO) {
+        budget = ram / 10 * 8;
+        how = "80% of RAM";
+        size_t lim = dsp_sys_memlock_limit();
+        if (!dsp_sys_has_ipc_lock() && lim < budget) budget = lim, how = "RLIMIT_MEMLOCK";
+    }
+    if (pool > budget) pool = budget;
+    line(budget ? "OK" : "WARN", "budget",
+         "RAM %s; pins up to %s (%s), pools up to %s (DSP_POOL_MAX)",
+         dsp_fmt_bytes(a, sizeof a, ram), dsp_fmt_bytes(b, sizeof b, budget), how,
+         dsp_fmt_bytes(c, sizeof c, pool));
+}
+
+static void check_thp(void) {
+    char mode[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        if (!fgets(mode, sizeof mode, f)) mode[0] = 0;
+        fclose(f);
+    }
+    mode[strcspn(mode, "\n")] = 0;
+    if (strstr(mode, "[always]") || strstr(mode, "[madvise]"))
+        line("OK", "transparent hugepages", "%s: large blocks pin several times faster", mode);
+    else
+        line("WARN", "transparent hugepages",
+             "%s: pinning large blocks is about 3.5x slower. Fix: echo madvise > "
+             "/sys/kernel/mm/transparent_hugepage/enabled",
+             mode[0] ? mode : "unknown");
+}
+
+static void *try_open(const char *const *names, const char **which) {
+    for (; *names; names++) {
+        void *h = dlopen(*names, RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            *which = *names;
+            return h;
+        }
+    }
+    return NULL;
+}
+
+static void check_libraries(void) {
+    const char *which;
+    static const char *const aio[] = {"libaio.so.1", "libaio.so.1t64", NULL};
+    if (try_open(aio, &which))
+        line("OK", "libaio", "%s found", which);
+    else
+        line("WARN", "libaio",
+             "not found: the libaio layer stays idle. Fix: apt-get install libaio1");
+
+    static const char *const rt[] = {"libcudart.so.13", "libcudart.so.12", NULL};
+    void *h = try_open(rt, &which);
+    if (!h) {
+        line("WARN", "libcudart",
+             "not on the library path: the CUDA layer serves programs that load one "
+             "themselves (PyTorch does)");
+    } else {
+        int (*rtv)(int *) = (int (*)(int *))dlsym(h, "cudaRuntimeGetVersion");
+        int (*count)(int *) = (int (*)(int *))dlsym(h, "cudaGetDeviceCount");
+        int v = 0, n = 0;
+        if (rtv) rtv(&v);
+        line("OK", "libcudart", "%s, runtime %d.%d", which, v / 1000, v % 1000 / 10);
+        int rc = count ? count(&n) : -1;
+        if (rc == 0 && n > 0)
+            line("OK", "GPUs", "%d visible", n);
+        else
+            line("WARN", "GPUs",
+                 "none visible (cudaGetDeviceCount error %d): CUDA calls will pass through", rc);
+    }
+    static const char *const drv[] = {"libcuda.so.1", NULL};
+    h = try_open(drv, &which);
+    if (!h) {
+        line("WARN", "libcuda", "no NVIDIA driver library: no GPU work possible here");
+    } else {
+        int (*dv)(int *) = (int (*)(int *))dlsym(h, "cuDriverGetVersion");
+        int v = 0;
+        if (dv) dv(&v);
+        line("OK", "libcuda", "driver supports CUDA %d.%d", v / 1000, v % 1000 / 10);
+    }
+    static const char *const cufile[] = {"libcufile.so.0", NULL};
+    if (try_open(cufile, &which))
+        line("OK", "libcufile", "%s found", which);
+    else
+        line("WARN", "libcufile",
+             "not found: the cuFile layer stays idle (GPUDirect Storage not installed)");
+}
+
+static const char *fs_name(long type) {
+    switch ((unsigned long)type) {
+    case EXT4_SUPER_MAGIC:
+        return "ext4";
+    case TMPFS_MAGIC:
+        return "tmpfs";
+    case XFS_SUPER_MAGIC:
+        return "xfs";
+    case BTRFS_SUPER_MAGIC:
+        return "btrfs";
+    case NFS_SUPER_MAGIC:
+        return "nfs";
+    case OVERLAYFS_SUPER_MAGIC:
+        return "overlay";
+    case 0x0BD00BD0:
+        return "lustre";
+    case 0x65735546:
+        return "fuse";
+    default:
+        return "other";
+    }
+}
+
+static void check_path(const char *path) {
+    struct statfs fs;
+    struct stat st;
+    if (statfs(path, &fs) != 0 || stat(path, &st) != 0) {
+        line("FAIL", path, "cannot be read: %s", strerror(errno));
+        return;
+    }
+    const char *fsn = fs_name((long)fs.f_type);
+    char file[4096];
+    int made = 0, fd;
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(file, sizeof file, "%s/.dspreload-doctor-XXXXXX", path);
+        fd = mkstemp(file);
+        if (fd < 0) {
+            line("WARN", path, "%s; not writable here, O_DIRECT not tested (%s)", fsn,
+                 strerror(errno));
+            return;
+        }
+        close(fd);
+        made = 1;
+    } else {
+        snprintf(file, sizeof file, "%s", path);
+    }
+    unsigned mem_align = 0, off_align = 0;
+    struct statx sx;
+    if (statx(AT_FDCWD, file, 0, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+        mem_align = sx.stx_dio_mem_align;
+        off_align = sx.stx_dio_offset_align;
+    }
+    fd = open(file, (made ? O_RDWR : O_RDONLY) | O_DIRECT);
+    int direct = fd >= 0;
+    char result[128] = "";
+    if (direct) {
+        void *buf;
+        if (posix_memalign(&buf, 4096, 4096) == 0) {
+            memset(buf, 0, 4096);
+            ssize_t n = made ? pwrite(fd, buf, 4096, 0) : pread(fd, buf, 4096, 0);
+            if (n < 0)
+                snprintf(result, sizeof result, " (a 4 KiB %s failed: %s)", made ? "write" : "read",
+                         strerror(errno));
+            free(buf);
+        }
+        close(fd);
+    }
+    if (made) unlink(file);
+    if (!direct)
+        line("WARN", path, "%s: O_DIRECT refused (%s): I/O there goes through the page cache", fsn,
+             strerror(errno));
+    else if (mem_align)
+        line("OK", path, "%s: O_DIRECT works%s; alignment %u bytes in memory, %u in the file", fsn,
+             result, mem_align, off_align);
+    else
+        line("OK", path, "%s: O_DIRECT works%s; no alignment reported (the I/O layer assumes 4096)",
+             fsn, result);
+}
+
+int cmd_doctor(int argc, char **argv) {
+    printf("dspreload %s doctor\n", DSP_VERSION_STRING);
+    check_library();
+    check_memlock();
+    check_budget();
+    check_thp();
+    check_libraries();
+    for (int i = 0; i < argc; i++) check_path(argv[i]);
+    printf("%d FAIL, %d WARN\n", fails, warns);
+    return fails ? 1 : 0;
+}

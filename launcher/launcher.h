@@ -1,0 +1,25 @@
+/* The dspreload command: shared between its subcommands. */
+#ifndef DSP_LAUNCHER_H
+#define DSP_LAUNCHER_H
+
+#include <stddef.h>
+
+#define USAGE                                                                                      \
+    "usage: dspreload [options] [VAR=value ...] [--] COMMAND [ARGS...]\n"                          \
+    "       dspreload doctor [PATH ...] | env [--markdown] | stats FILE ... | demo\n"
+
+/* Prints "dspreload: <message>" and the usage line to stderr; returns 2. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The library to preload: absolute path beside the launcher (build tree) or in
+ * the installed libdir; NULL if not found. */
+const char *find_library(void);
+
+/* The directory of the running launcher. */
+const char *self_dir(void);
+
+int cmd_doctor(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+#endif

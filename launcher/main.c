@@ -1,0 +1,208 @@
+/* dspreload: runs a command with libdspreload.so preloaded, in the spirit of
+ * hugectl and numactl; plus doctor, env, stats and demo (dspreload --help). */
+#include "../src/config.h"
+#include "../src/internal.h"
+#include "../src/sys.h"
+#include "launcher.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef DSP_LIBDIR_FROM_BINDIR
+#define DSP_LIBDIR_FROM_BINDIR "../lib"
+#endif
+
+static const char *const help_text =
+    USAGE "\n"
+          "Runs COMMAND with libdspreload.so preloaded: pinned host memory for CUDA\n"
+          "(cudaHostAlloc, tensor.pin_memory()) served by one pooled, exact-size manager.\n"
+          "Children inherit it, so it works under torchrun, deepspeed, mpirun and srun.\n"
+          "\n"
+          "options (each sets the DSP_* variable named; VAR=value sets any variable):\n"
+          "  --stats              DSP_STATS=1: a summary on stderr at exit\n"
+          "  --stats-file PATH    DSP_STATS_FILE: JSON at exit, %p becomes the pid\n"
+          "  --log LEVEL          DSP_LOG: error, warn, info or debug\n"
+          "  --max-pinned SIZE    DSP_MAX_PINNED: 64G, 50%, auto\n"
+          "  --pool-max SIZE      DSP_POOL_MAX: 4G, 10%\n"
+          "  --hugepages MODE     DSP_HUGEPAGES: auto, always or never\n"
+          "  --cuda MODE          DSP_CUDA: auto or off\n"
+          "  --lib PATH           preload this library instead of the one found beside dspreload\n"
+          "  -h, --help           this text;  --version  the version\n"
+          "\n"
+          "commands:\n"
+          "  doctor [PATH ...]    check this machine (and each PATH for O_DIRECT I/O)\n"
+          "  env [--markdown]     every DSP_* variable, its default and accepted values\n"
+          "  stats FILE ...       per-process table and totals of DSP_STATS_FILE output\n"
+          "  demo                 a short workload that shows what the shim does\n"
+          "\n"
+          "Exit status: COMMAND's own; 2 for a usage error; 126/127 when COMMAND cannot run.\n";
+
+int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("dspreload: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n" USAGE "(dspreload --help for more)\n", stderr);
+    return 2;
+}
+
+const char *self_dir(void) {
+    static char dir[PATH_MAX];
+    if (!dir[0]) {
+        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+        if (n <= 0) return ".";
+        dir[n] = 0;
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+    }
+    return dir;
+}
+
+const char *find_library(void) {
+    static char found[PATH_MAX];
+    const char *rel[] = {"libdspreload.so", DSP_LIBDIR_FROM_BINDIR "/libdspreload.so"};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+        char cand[PATH_MAX * 2];
+        snprintf(cand, sizeof cand, "%s/%s", self_dir(), rel[i]);
+        if (realpath(cand, found) && access(found, R_OK) == 0) return found;
+    }
+    return NULL;
+}
+
+/* Options that set a variable: --name VALUE or --name=VALUE. */
+static const struct {
+    const char *opt;
+    enum dsp_opt_id id;
+} value_opts[] = {
+    {"--stats-file", DSP_OPT_STATS_FILE}, {"--log", DSP_OPT_LOG},
+    {"--max-pinned", DSP_OPT_MAX_PINNED}, {"--pool-max", DSP_OPT_POOL_MAX},
+    {"--hugepages", DSP_OPT_HUGEPAGES},   {"--cuda", DSP_OPT_CUDA},
+};
+
+/* Checks a DSP_* setting as the library will parse it: 0, or a usage error. */
+static int check_setting(const char *name, const char *value, const char *as_given) {
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        if (strcmp(name, dsp_opt_desc[i].name)) continue;
+        long long v;
+        if (dsp_config_parse((enum dsp_opt_id)i, value, dsp_sys_ram(), &v) != 0)
+            return usage_error("%s: '%s' is not valid for %s (accepted: %s)", as_given, value, name,
+                               dsp_opt_desc[i].forms);
+        return 0;
+    }
+    const char *near = dsp_config_closest(name);
+    if (near) return usage_error("%s: unknown variable %s; did you mean %s?", as_given, name, near);
+    return usage_error("%s: unknown variable %s (dspreload env lists them)", as_given, name);
+}
+
+static int set(const char *name, const char *value, const char *as_given) {
+    if (!strncmp(name, "DSP_", 4)) {
+        int rc = check_setting(name, value, as_given);
+        if (rc) return rc;
+    }
+    if (setenv(name, value, 1) != 0) return usage_error("%s: cannot set %s", as_given, name);
+    return 0;
+}
+
+/* LD_PRELOAD gets the library first, the caller's own entries kept after it. */
+static int add_preload(const char *lib) {
+    const char *old = getenv("LD_PRELOAD");
+    if (old && strstr(old, lib)) return 0;
+    size_t n = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+    char *v = malloc(n);
+    if (!v) return -1;
+    snprintf(v, n, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    int rc = setenv("LD_PRELOAD", v, 1);
+    free(v);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage_error("no command given");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+        fputs(help_text, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "--version")) {
+        printf("dspreload %s\n", DSP_VERSION_STRING);
+        return 0;
+    }
+    if (!strcmp(sub, "env")) {
+        int md = argc > 2 && !strcmp(argv[2], "--markdown");
+        if (argc > 3 || (argc == 3 && !md))
+            return usage_error("env: unexpected argument '%s'", argv[argc - 1]);
+        fflush(stdout);
+        dsp_config_print(1, md);
+        return 0;
+    }
+    if (!strcmp(sub, "doctor")) return cmd_doctor(argc - 2, argv + 2);
+    if (!strcmp(sub, "stats")) return cmd_stats(argc - 2, argv + 2);
+    if (!strcmp(sub, "demo")) return cmd_demo(argc - 2, argv + 2);
+
+    const char *lib = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(a, "--stats")) {
+            setenv("DSP_STATS", "1", 1);
+            continue;
+        }
+        if (!strncmp(a, "--", 2)) {
+            const char *eq = strchr(a, '=');
+            size_t n = eq ? (size_t)(eq - a) : strlen(a);
+            const char *value = eq ? eq + 1 : NULL;
+            int known = 0;
+            for (size_t k = 0; k < sizeof value_opts / sizeof *value_opts; k++) {
+                if (strlen(value_opts[k].opt) != n || strncmp(a, value_opts[k].opt, n)) continue;
+                known = 1;
+                if (!value && (value = argv[++i]) == NULL)
+                    return usage_error("%s needs a value", a);
+                int rc = set(dsp_opt_desc[value_opts[k].id].name, value, value_opts[k].opt);
+                if (rc) return rc;
+            }
+            if (!known && n == 5 && !strncmp(a, "--lib", 5)) {
+                known = 1;
+                if (!value && (value = argv[++i]) == NULL)
+                    return usage_error("--lib needs a value");
+                static char abs[PATH_MAX];
+                if (!realpath(value, abs)) return usage_error("--lib: cannot find '%s'", value);
+                lib = abs;
+            }
+            if (!known) return usage_error("unknown option '%s'", a);
+            continue;
+        }
+        if (a[0] == '-') return usage_error("unknown option '%s'", a);
+        const char *eq = strchr(a, '=');
+        if (eq && eq > a &&
+            strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                (size_t)(eq - a)) {
+            char name[256];
+            size_t n = (size_t)(eq - a) < sizeof name - 1 ? (size_t)(eq - a) : sizeof name - 1;
+            memcpy(name, a, n);
+            name[n] = 0;
+            int rc = set(name, eq + 1, a);
+            if (rc) return rc;
+            continue;
+        }
+        break; /* the command */
+    }
+    if (i >= argc) return usage_error("no command given");
+    if (!lib && !(lib = find_library()))
+        return usage_error("libdspreload.so not found beside %s (give it with --lib PATH)",
+                           self_dir());
+    if (add_preload(lib) != 0) return usage_error("cannot set LD_PRELOAD");
+    execvp(argv[i], argv + i);
+    int err = errno;
+    fprintf(stderr, "dspreload: cannot run '%s': %s\n", argv[i], strerror(err));
+    return err == ENOENT ? 127 : 126;
+}
