@@ -125,6 +125,7 @@ int main(void) {
     printf("dspreload demo: the same work with and without the shim, in one process\n\n");
     pinned_buffers();
     cuda();
+    printf("3. Malloc hints, libaio and cuFile I/O: not in this version of dspreload yet.\n");
     printf("\nWhat dspreload did: %lld pinned blocks served from its pool (%lld pinned anew), "
            "%lld cudaHostAlloc calls served,\n%lld passed through; %.0f ms saved in all.\n",
            stat_of("pool_hits"), stat_of("pool_misses"), stat_of("cuda_host_alloc_served"),
