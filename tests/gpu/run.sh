@@ -12,9 +12,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || { echo "no GPU"; exit 1; }
-command -v meson >/dev/null || python3 -m pip install -q meson ninja 2>/dev/null || true
-meson setup build-gpu -Dbuildtype=release >/dev/null && ninja -C build-gpu libdspreload.so >/dev/null || exit 1
-lib=$PWD/build-gpu/libdspreload.so
+# Plain cc: the GPU machine may have no Meson and no network to fetch it.
+lib=$out/libdspreload.so
+cc -O2 -std=c11 -shared -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude src/*.c preload/*.c \
+  -Wl,--version-script=preload/libdspreload.map -Wl,-z,nodelete -lpthread -ldl -o "$lib" || exit 1
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cudart_dir=$(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(os.path.dirname(nvidia.cuda_runtime.__file__), "lib"))' 2>/dev/null || echo "$cuda/lib64")
 cc -O2 -I"$cuda/include" tests/gpu/cuda_cycle.c -L"$cudart_dir" -l:libcudart.so.13 -Wl,-rpath,"$cudart_dir" -o "$out/cuda_cycle" 2>/dev/null ||
