@@ -3,6 +3,7 @@
 #include "../src/config.h"
 #include "../src/fmt.h"
 #include "../src/internal.h"
+#include "../src/manager.h"
 #include "../src/sys.h"
 #include "launcher.h"
 
@@ -66,22 +67,14 @@ static void check_memlock(void) {
 
 static void check_budget(void) {
     char a[32], b[32], c[32];
-    size_t ram = dsp_sys_ram();
     extern char **environ;
-    dsp_config_load(environ, ram); /* the library's own reading of DSP_* */
-    size_t budget = (size_t)dsp_opt(DSP_OPT_MAX_PINNED), pool = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
-    const char *how = "DSP_MAX_PINNED";
-    if (budget == DSP_SIZE_AUTO) {
-        budget = ram / 10 * 8;
-        how = "80% of RAM";
-        size_t lim = dsp_sys_memlock_limit();
-        if (!dsp_sys_has_ipc_lock() && lim < budget) budget = lim, how = "RLIMIT_MEMLOCK";
-    }
-    if (pool > budget) pool = budget;
-    line(budget ? "OK" : "WARN", "budget",
+    dsp_config_load(environ, dsp_sys_ram()); /* the library's own reading of DSP_* */
+    struct dsp_budget_plan p;
+    dsp_budget_plan(&p); /* and its own arithmetic */
+    line(p.budget ? "OK" : "WARN", "budget",
          "RAM %s; pins up to %s (%s), pools up to %s (DSP_POOL_MAX)",
-         dsp_fmt_bytes(a, sizeof a, ram), dsp_fmt_bytes(b, sizeof b, budget), how,
-         dsp_fmt_bytes(c, sizeof c, pool));
+         dsp_fmt_bytes(a, sizeof a, dsp_sys_ram()), dsp_fmt_bytes(b, sizeof b, p.budget), p.why,
+         dsp_fmt_bytes(c, sizeof c, p.pool_max));
 }
 
 static void check_thp(void) {

@@ -14,39 +14,51 @@
 
 #include <errno.h>
 
-void dsp_budget_configure(void) {
-    struct dsp_manager *m = &dsp_mgr;
-    size_t ram = dsp_sys_ram(), budget = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
-    char a[32], b[32];
-    if (budget == DSP_SIZE_AUTO) {
-        m->cap = budget = ram / 10 * 8;
+void dsp_budget_plan(struct dsp_budget_plan *p) {
+    size_t ram = dsp_sys_ram(), max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
+    p->why = "DSP_MAX_PINNED";
+    p->cap = p->budget = max;
+    if (max == DSP_SIZE_AUTO) {
+        p->cap = p->budget = ram / 10 * 8;
+        p->why = "80% of RAM";
         size_t lim = dsp_sys_memlock_limit();
         /* Without CAP_IPC_LOCK the kernel refuses mlock past RLIMIT_MEMLOCK:
          * a budget above it would only turn into refused mlocks. */
-        if (!dsp_sys_has_ipc_lock() && lim < budget) {
-            budget = lim;
-            dsp_info("budget %s: RLIMIT_MEMLOCK without CAP_IPC_LOCK (raise with `ulimit -l "
-                     "unlimited`); CUDA-registered blocks up to %s",
-                     dsp_fmt_bytes(a, sizeof a, budget), dsp_fmt_bytes(b, sizeof b, m->cap));
-        } else {
-            dsp_info("budget %s: 80%% of %s RAM", dsp_fmt_bytes(a, sizeof a, budget),
-                     dsp_fmt_bytes(b, sizeof b, ram));
-        }
-    } else {
-        m->cap = budget;
+        if (!dsp_sys_has_ipc_lock() && lim < p->budget) p->budget = lim, p->why = "RLIMIT_MEMLOCK";
     }
-    m->budget = budget;
-    m->pool_max = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
-    if (m->pool_max > m->cap) m->pool_max = m->cap;
+    p->pool_max = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
+    if (p->pool_max > p->cap) p->pool_max = p->cap;
+}
+
+void dsp_budget_configure(void) {
+    struct dsp_manager *m = &dsp_mgr;
+    struct dsp_budget_plan p;
+    dsp_budget_plan(&p);
+    char a[32], b[32];
+    if (p.budget < p.cap)
+        dsp_info("budget %s: RLIMIT_MEMLOCK without CAP_IPC_LOCK (raise with `ulimit -l "
+                 "unlimited`); CUDA-registered blocks up to %s",
+                 dsp_fmt_bytes(a, sizeof a, p.budget), dsp_fmt_bytes(b, sizeof b, p.cap));
+    else
+        dsp_info("budget %s: %s", dsp_fmt_bytes(a, sizeof a, p.budget), p.why);
+    m->budget = p.budget;
+    m->cap = p.cap;
+    m->pool_max = p.pool_max;
     dsp_stat_set(DSP_ST_budget_bytes, m->budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, m->pool_max);
 }
 
 static int budget_logged;
 
+int dsp_budget_fits_after_release(size_t len, size_t released) {
+    struct dsp_manager *m = &dsp_mgr;
+    size_t rest = m->pinned > released ? m->pinned - released : 0;
+    return len <= m->cap && rest <= m->cap - len;
+}
+
 static int fits(size_t len, int lock) {
     struct dsp_manager *m = &dsp_mgr;
-    if (len > m->cap || m->pinned > m->cap - len) return 0;
+    if (!dsp_budget_fits_after_release(len, 0)) return 0;
     return !lock || (len <= m->budget && m->locked <= m->budget - len);
 }
 

@@ -77,7 +77,18 @@ void dsp_span_release(struct dsp_span *s); /* uncount, drop, vacate (unregistere
 size_t dsp_pooled_bytes(void);             /* both pools */
 
 /* budget.c */
+/* The caps the configuration and the machine give, computed without touching
+ * the manager (dspreload doctor shows the same numbers the library uses). */
+struct dsp_budget_plan {
+    size_t budget;   /* locked with mlock */
+    size_t cap;      /* all pinned, driver-registered included */
+    size_t pool_max; /* DSP_POOL_MAX, at most cap */
+    const char *why; /* what set budget: "DSP_MAX_PINNED", "80% of RAM", "RLIMIT_MEMLOCK" */
+};
+void dsp_budget_plan(struct dsp_budget_plan *p);
 void dsp_budget_configure(void);
+/* Under mu: len more pinned bytes would fit the cap once `released` are given back. */
+int dsp_budget_fits_after_release(size_t len, size_t released);
 /* 0, or -ENOMEM (logged unless quiet) when len does not fit even after
  * trimming the pool; lock: the bytes will be mlock'ed. */
 int dsp_budget_reserve(size_t len, int lock, int quiet);
