@@ -170,8 +170,7 @@ static size_t evict(int all) {
                              "cudaHostUnregister of a pooled block failed (error %d); it is kept "
                              "out of use",
                              rc);
-                dsp_cuda_evict_failed(e[i].token);
-                continue;
+                continue; /* not handed back: never reused */
             }
             if (rc != cudaSuccess) forget_error(rc);
             dsp_stat_add(DSP_ST_cuda_unregistrations, 1);
@@ -267,9 +266,10 @@ DSP_API cudaError_t cudaFreeHost(void *ptr) {
                 return rc; /* the runtime's last error is the driver's own */
             }
         }
-        if (dsp_block_free(b.base) == 0) {
+        int over = dsp_block_free(b.base);
+        if (over >= 0) {
             dsp_stat_add(DSP_ST_cuda_free_pooled, 1);
-            if (on && dsp_pool_excess()) evict(0); /* over DSP_POOL_MAX */
+            if (on && over) evict(0); /* over DSP_POOL_MAX */
             return cudaSuccess;
         }
     }

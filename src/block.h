@@ -37,11 +37,13 @@ int dsp_block_at(uintptr_t base, struct dsp_block *out);
 /* Records that the block's whole span is now registered with the driver. */
 int dsp_block_set_registered(uintptr_t base, unsigned user);
 
-/* Frees a live block by its exact base: 0, or -EINVAL. A registered block goes
- * to the registered pool, the layer's freed() hook dropping its state. */
+/* Frees a live block by its exact base: 0, or 1 when pooled memory is now over
+ * DSP_POOL_MAX (the registered pool is the caller's to trim), or -EINVAL. A
+ * registered block goes to the registered pool, the layer's freed() hook
+ * dropping its state. */
 int dsp_block_free(uintptr_t base);
 
-/* As dsp_block_free, but gives the memory back to the kernel at once instead
+/* As dsp_block_free (same results), but gives the memory back to the kernel at once instead
  * of pooling it: for a block its layer could not use (registration failed). */
 int dsp_block_discard(uintptr_t base);
 
@@ -59,8 +61,9 @@ void dsp_set_layer(const struct dsp_layer_ops *ops);
 /* Eviction: takes up to max pooled registered spans, largest first, while
  * pooled memory is over DSP_POOL_MAX (or all of them with all != 0); the
  * caller unregisters each base with the driver, then hands the token to
- * dsp_cuda_evicted(), or to dsp_cuda_evict_failed() if the driver refused
- * (the span is then kept out of use: its pages may still be pinned). */
+ * dsp_cuda_evicted(). A span the driver refused to unregister is simply not
+ * handed back: it stays LIVE, counted, in no index and not in the registry,
+ * so it is never reused (its pages may still be pinned). */
 struct dsp_evicted {
     uintptr_t base;
     size_t len;
@@ -68,13 +71,9 @@ struct dsp_evicted {
 };
 size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max);
 void dsp_cuda_evicted(void *token);
-void dsp_cuda_evict_failed(void *token);
 
 /* 1 when giving back the registered pool would leave room for len more
  * pinned bytes (so a hopeless request does not empty it). */
 int dsp_cuda_pool_would_make_room(size_t len);
-
-/* Pooled bytes (both pools) over DSP_POOL_MAX, or 0. */
-size_t dsp_pool_excess(void);
 
 #endif

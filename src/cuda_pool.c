@@ -5,19 +5,11 @@
 #include "stats.h"
 
 int dsp_cuda_pool_would_make_room(size_t len) {
-    struct dsp_manager *m = &dsp_mgr;
-    pthread_mutex_lock(&m->mu);
-    size_t reg = m->cuda_cached.bytes, rest = m->pinned > reg ? m->pinned - reg : 0;
-    int ok = reg > 0 && len <= m->cap && rest <= m->cap - len;
-    pthread_mutex_unlock(&m->mu);
-    return ok;
-}
-
-size_t dsp_pool_excess(void) {
     pthread_mutex_lock(&dsp_mgr.mu);
-    size_t p = dsp_pooled_bytes(), max = dsp_mgr.pool_max;
+    size_t reg = dsp_mgr.cuda_cached.bytes;
+    int ok = reg > 0 && dsp_budget_fits_after_release(len, reg);
     pthread_mutex_unlock(&dsp_mgr.mu);
-    return p > max ? p - max : 0;
+    return ok;
 }
 
 size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
@@ -48,10 +40,6 @@ void dsp_cuda_evicted(void *token) {
     dsp_span_release(s);
     dsp_stat_add(DSP_ST_pool_releases, 1);
     pthread_mutex_unlock(&dsp_mgr.mu);
-}
-
-void dsp_cuda_evict_failed(void *token) {
-    (void)token; /* stays LIVE, counted, in no index and not in the registry */
 }
 
 void dsp_set_layer(const struct dsp_layer_ops *ops) {

@@ -207,10 +207,11 @@ static int block_free(uintptr_t base, int discard) {
         dsp_span_release(s);
     else
         retire(s);
+    int over = dsp_pooled_bytes() > m->pool_max; /* read here, under the lock we hold */
     pthread_mutex_unlock(&m->mu);
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
     if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
-    return 0;
+    return over;
 }
 
 int dsp_block_free(uintptr_t base) {
@@ -236,9 +237,9 @@ DSP_API void *dsp_alloc(size_t size) {
 
 DSP_API int dsp_free(void *ptr) {
     int rc = dsp_block_free((uintptr_t)ptr);
-    if (rc) return errno = -rc, -1;
+    if (rc < 0) return errno = -rc, -1;
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
-    if (layer && dsp_pool_excess()) layer->over_limit();
+    if (rc && layer) layer->over_limit();
     return 0;
 }
 

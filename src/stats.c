@@ -103,10 +103,14 @@ static void write_file(const char *pattern) {
  * of a job gets the library, and most (shells, pyenv shims, compilers,
  * data-loader helpers) never pin anything: they report nothing. */
 static int active(void) {
-    static const enum dsp_stat_id any[] = {DSP_ST_pool_hits,        DSP_ST_pool_misses,
-                                           DSP_ST_pin_failures,     DSP_ST_budget_refusals,
-                                           DSP_ST_fallbacks,        DSP_ST_cuda_host_alloc_passthrough,
-                                           DSP_ST_cuda_register_external, DSP_ST_cuda_registrations,
+    static const enum dsp_stat_id any[] = {DSP_ST_pool_hits,
+                                           DSP_ST_pool_misses,
+                                           DSP_ST_pin_failures,
+                                           DSP_ST_budget_refusals,
+                                           DSP_ST_fallbacks,
+                                           DSP_ST_cuda_host_alloc_passthrough,
+                                           DSP_ST_cuda_register_external,
+                                           DSP_ST_cuda_registrations,
                                            DSP_ST_blocks_live};
     for (size_t i = 0; i < sizeof any / sizeof *any; i++)
         if (dsp_stat_get(any[i])) return 1;
