@@ -1,7 +1,9 @@
 /* The demo workload (dspreload-demo), run by `dspreload demo` under the shim:
  * the same work done with and without the shim's help, in one process, and
  * what the shim did. Seconds on a 2-core machine without a GPU. */
+#include "../bench/timing.h"
 #include "../preload/cuda_types.h"
+#include "json_number.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -13,23 +15,16 @@
 #define ROUNDS 20
 #define SIZE   ((size_t)64 << 20)
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static void *(*dsp_alloc_)(size_t);
 static int (*dsp_free_)(void *);
 static int (*dsp_is_pinned_)(const void *, size_t);
 static int (*dsp_stats_json_)(char *, size_t);
 
 static long long stat_of(const char *key) {
-    char buf[8192], pat[96];
+    char buf[8192];
     dsp_stats_json_(buf, sizeof buf);
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(buf, pat);
-    return p ? strtoll(p + strlen(pat), NULL, 10) : 0;
+    long long v = dsp_json_number(buf, key);
+    return v < 0 ? 0 : v;
 }
 
 static double saved_total;

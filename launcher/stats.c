@@ -1,6 +1,7 @@
 /* dspreload stats FILE ...: the JSON objects DSP_STATS_FILE wrote, one per
  * process (per rank), as one table with totals. */
 #include "../src/fmt.h"
+#include "json_number.h"
 #include "launcher.h"
 
 #include <stdio.h>
@@ -21,19 +22,6 @@ static const struct {
     {"fallbacks", "fallbacks", 0},
 };
 #define NCOLS (sizeof cols / sizeof *cols)
-
-/* The number after "key": in a flat JSON object, or -1 when absent. */
-static long long number(const char *json, const char *key) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(json, pat);
-    if (!p) return -1;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    return end == p ? -1 : v;
-}
 
 static void cell(char *buf, size_t cap, long long v, int bytes) {
     if (v < 0)
@@ -57,7 +45,7 @@ int cmd_stats(int argc, char **argv) {
         size_t n = f ? fread(json, 1, sizeof json - 1, f) : 0;
         if (f) fclose(f);
         json[n] = 0;
-        long long pid = number(json, "pid");
+        long long pid = dsp_json_number(json, "pid");
         if (!f || json[0] != '{' || pid < 0) {
             fprintf(stderr, "dspreload: stats: %s is not a dspreload stats file\n", argv[i]);
             bad = 1;
@@ -65,7 +53,7 @@ int cmd_stats(int argc, char **argv) {
         }
         printf("%-10lld", pid);
         for (size_t c = 0; c < NCOLS; c++) {
-            long long v = number(json, cols[c].key);
+            long long v = dsp_json_number(json, cols[c].key);
             char buf[32];
             cell(buf, sizeof buf, v, cols[c].bytes);
             printf(" %12s", buf);

@@ -250,7 +250,7 @@ DSP_API cudaError_t cudaFreeHost(void *ptr) {
      * ones too (dsp_block_at): a forked child frees them without any driver
      * call (fork_child cleared their registration). */
     if (ptr && dsp_block_at((uintptr_t)ptr, &b) && (b.flags & SERVED)) {
-        if (on && (b.flags & DSP_BLOCKF_REG) && dsp_block_find(ptr, &b)) {
+        if (on && (b.flags & DSP_BLOCKF_REG) && !b.inherited) {
             /* The real cudaFreeHost waits for the device, and callers rely on
              * it: a copy still in flight from this block must finish before
              * the block can reach its next owner. Waiting here, where the real

@@ -22,6 +22,7 @@ struct dsp_block {
     size_t len;      /* the caller's block: its size rounded up to the page */
     size_t span_len; /* from dsp_block_alloc: the memory behind it, >= len, to register whole */
     unsigned flags;  /* DSP_BLOCKF_* */
+    int inherited;   /* from the parent across fork: not pinned here, never a driver call */
 };
 
 /* A live block of at least size bytes, or NULL with errno (as dsp_alloc). */

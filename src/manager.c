@@ -52,6 +52,7 @@ static void fill(struct dsp_block *out, const struct dsp_span *s) {
     out->len = s->block;
     out->span_len = s->len;
     out->flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
+    out->inherited = 0;
 }
 
 /* Under mu: publishes a span as a live block of len bytes. */
@@ -159,14 +160,14 @@ static int to_block(const struct dsp_range *r, struct dsp_block *out) {
     out->len = r->end - r->base;
     out->span_len = out->len; /* only registered blocks ever sit on a larger span */
     out->flags = r->flags;
+    out->inherited = r->gen != dsp_reg_generation();
     return 1;
 }
 
 int dsp_block_find(const void *p, struct dsp_block *out) {
     struct dsp_range r;
     if (!dsp_in_arena(p) || !dsp_reg_find((uintptr_t)p, &r)) return 0;
-    if (r.gen != dsp_reg_generation()) return 0;
-    return to_block(&r, out);
+    return to_block(&r, out) && !out->inherited;
 }
 
 int dsp_block_at(uintptr_t base, struct dsp_block *out) {

@@ -4,6 +4,7 @@
 #define DSP_CUDA_TEST_H
 
 #define DSP_CUDA_PROTOTYPES
+#include "../../launcher/json_number.h"
 #include "../../preload/cuda_types.h"
 
 #include <dlfcn.h>
@@ -52,11 +53,9 @@ static inline int is_pinned(const void *p, size_t n) {
 }
 
 static inline long long stat_of(const char *key) {
-    char buf[8192], pat[96];
+    char buf[8192];
     ((int (*)(char *, size_t))shim("dsp_stats_json"))(buf, sizeof buf);
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(buf, pat);
-    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+    return dsp_json_number(buf, key);
 }
 
 static inline int calls(const char *fn) {

@@ -1,5 +1,7 @@
 #include "helpers.h"
 
+#include "../../launcher/json_number.h"
+
 #include "../../src/log.h"
 
 #include <dspreload.h>
@@ -98,11 +100,7 @@ int json_valid(const char *text) {
 }
 
 long long json_number(const char *text, const char *key) {
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(text, pat);
-    if (!p) return -1;
-    return strtoll(p + strlen(pat), NULL, 10);
+    return dsp_json_number(text, key);
 }
 
 static int capture_fd = -1;
