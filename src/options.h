@@ -35,3 +35,12 @@ DSP_OPTION(ARENA_SIZE, SIZE, "auto", "auto or bytes (1T)",
            "Virtual address space reserved for pinned blocks (no memory is used until "
            "blocks are made). auto is 4x RAM, at least 64 GiB, at most 64 TiB; halved "
            "until the kernel accepts it.")
+DSP_OPTION(AIO_BOUNCE, ENUM, "misaligned", "misaligned|unpinned|never|all",
+           "Which libaio I/O on O_DIRECT files goes through a pinned, aligned bounce buffer: "
+           "misaligned only what O_DIRECT would refuse for its memory alignment (and reads "
+           "at a misaligned offset or length, widened), unpinned also every buffer the "
+           "manager has not pinned, never none (only counted), all every read and write "
+           "(for testing the bounce path).")
+DSP_OPTION(BOUNCE_POOL, SIZE, "256M", "bytes (256M, 1G)",
+           "Most bytes of bounce buffers for libaio, in flight and kept for reuse. I/O that "
+           "finds the pool full passes through unchanged.")

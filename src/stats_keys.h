@@ -31,3 +31,12 @@ DSP_STAT(cuda_unregistrations, COUNTER,
 DSP_STAT(cuda_syncs, COUNTER, "device waits in cudaFreeHost (the real one waits too)")
 DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")
+DSP_STAT(aio_iocbs, COUNTER, "iocbs io_submit accepted")
+DSP_STAT(aio_direct_pinned, COUNTER,
+         "of those, reads and writes sent with the caller's buffer, which the manager pinned")
+DSP_STAT(aio_direct_unpinned, COUNTER,
+         "reads and writes sent with the caller's buffer, not pinned by the manager")
+DSP_STAT(aio_bounced, COUNTER, "reads and writes sent through a pinned bounce buffer")
+DSP_STAT(aio_bounce_bytes, COUNTER, "bytes those moved through bounce buffers")
+DSP_STAT(aio_passthrough, COUNTER,
+         "other iocbs (fsync, poll, noop) and I/O whose bounce could not be had, sent unchanged")

@@ -24,8 +24,12 @@ static int match(struct dl_phdr_info *info, size_t size, void *arg) {
     return 1; /* the first one loaded */
 }
 
-void *dsp_sym_next(const char *name, const char *lib_prefix) {
-    void *fn = dlsym(RTLD_NEXT, name);
+static void *lookup(void *h, const char *name, const char *version) {
+    return version ? dlvsym(h, name, version) : dlsym(h, name);
+}
+
+void *dsp_sym_next_v(const char *name, const char *version, const char *lib_prefix) {
+    void *fn = lookup(RTLD_NEXT, name, version);
     if (fn || !lib_prefix) return fn;
     struct search s = {lib_prefix, {0}, NULL};
     Dl_info self;
@@ -34,7 +38,11 @@ void *dsp_sym_next(const char *name, const char *lib_prefix) {
     if (!dl_iterate_phdr(match, &s)) return NULL;
     void *h = dlopen(s.path, RTLD_LAZY | RTLD_NOLOAD);
     if (!h) return NULL;
-    fn = dlsym(h, name);
+    fn = lookup(h, name, version);
     dlclose(h); /* drops only the reference RTLD_NOLOAD took */
     return fn;
+}
+
+void *dsp_sym_next(const char *name, const char *lib_prefix) {
+    return dsp_sym_next_v(name, NULL, lib_prefix);
 }

@@ -10,4 +10,8 @@
  * it never loads anything. NULL when not loaded. */
 void *dsp_sym_next(const char *name, const char *lib_prefix);
 
+/* As dsp_sym_next, for one version of a versioned symbol (dlvsym): libaio
+ * exports two io_getevents with different arguments (FIELD-NOTES 4). */
+void *dsp_sym_next_v(const char *name, const char *version, const char *lib_prefix);
+
 #endif

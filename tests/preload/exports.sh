@@ -1,11 +1,19 @@
 #!/bin/sh
-# The library exports the dsp_ API and nothing else (hooks join in later
-# issues), all unversioned: a named version node would stop interposition.
+# The library exports the dsp_ API and the hooks, nothing else. dsp_ and CUDA
+# symbols are unversioned (a version node of our own would stop interposition);
+# the libaio hooks carry exactly libaio's versions, the 0.1 forms included
+# (FIELD-NOTES 4).
 lib=$1
-bad=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^dsp_" | grep -v "^cuda" | grep -v "^$")
+syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^$")
+bad=$(echo "$syms" | grep -v "^dsp_" | grep -v "^cuda" | grep -v "^LIBAIO_0\.[145]$" |
+  grep -v -x -e 'io_submit@@LIBAIO_0.1' -e 'io_getevents@@LIBAIO_0.4' -e 'io_getevents@LIBAIO_0.1' \
+    -e 'io_cancel@@LIBAIO_0.4' -e 'io_cancel@LIBAIO_0.1' -e 'io_destroy@@LIBAIO_0.4' \
+    -e 'io_pgetevents@@LIBAIO_0.5')
 if [ -n "$bad" ]; then echo "unexpected exports: $bad"; exit 1; fi
-for sym in cudaHostAlloc cudaFreeHost cudaPointerGetAttributes dsp_alloc dsp_free dsp_is_pinned dsp_stats_json dsp_trim dsp_version; do
-  nm -D --defined-only "$lib" | grep -q " T $sym\$" || { echo "missing or versioned export: $sym"; exit 1; }
+for sym in cudaHostAlloc cudaFreeHost cudaPointerGetAttributes dsp_alloc dsp_free dsp_is_pinned dsp_stats_json dsp_trim dsp_version \
+    io_submit@@LIBAIO_0.1 io_getevents@@LIBAIO_0.4 io_getevents@LIBAIO_0.1 io_cancel@@LIBAIO_0.4 io_cancel@LIBAIO_0.1 \
+    io_destroy@@LIBAIO_0.4 io_pgetevents@@LIBAIO_0.5; do
+  echo "$syms" | grep -q -x "$sym" || { echo "missing or wrongly versioned export: $sym"; exit 1; }
 done
-if objdump -T "$lib" | grep ' dsp_' | grep -v 'Base' ; then echo "versioned dsp_ symbols"; exit 1; fi
+if objdump -T "$lib" | grep -E ' (dsp_|cuda)' | grep -v 'Base' ; then echo "versioned dsp_/cuda symbols"; exit 1; fi
 echo "exports ok"

@@ -1,0 +1,649 @@
+/* libaio hooks: every iocb is classified once, at submit time.
+ *
+ * A read or write whose buffer O_DIRECT takes as it is goes to the kernel
+ * untouched (zero copy; counted as pinned or not). One that O_DIRECT would
+ * refuse for its memory alignment (and a read at a misaligned offset or
+ * length, widened to aligned bounds) is sent through a pinned, aligned bounce
+ * buffer instead: the kernel sees our own iocb, and io_getevents copies the
+ * data back and gives the caller its own iocb and data again. What the policy
+ * (DSP_AIO_BOUNCE) does not select, what the shim cannot bounce, and every
+ * other opcode passes through unchanged. docs/io.md explains the rules.
+ *
+ * The shim links no libaio: the real functions are found at the first call,
+ * by version (FIELD-NOTES 4), in a libaio loaded RTLD_LOCAL too; without one,
+ * the system calls themselves stand in (libaio's functions are thin wrappers). */
+#include "../src/config.h"
+#include "../src/errname.h"
+#include "../src/internal.h"
+#include "../src/log.h"
+#include "../src/manager.h"
+#include "../src/registry.h"
+#include "../src/stats.h"
+#include "../src/symbols.h"
+#include "bounce.h"
+#include "dio.h"
+#include "guard.h"
+
+#include <errno.h>
+#include <linux/aio_abi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK     128  /* iocbs classified and submitted per real call */
+#define MAX_SEGS  32   /* iovecs a bounced vectored request may have */
+#define MAX_STATE 4096 /* bounced requests in flight */
+#define FD_CACHE  8    /* distinct fds queried per io_submit */
+
+typedef void *io_context_t; /* libaio's: a pointer that holds the kernel's aio_context_t */
+
+enum policy { P_MISALIGNED = 0, P_UNPINNED = 1, P_NEVER = 2, P_ALL = 3 };
+enum cls { C_PASS = 0, C_DIRECT_PINNED, C_DIRECT_UNPINNED, C_BOUNCED };
+
+/* A bounced request: the iocb the kernel sees, and what completion needs. */
+struct bstate {
+    struct iocb kiocb; /* first: an event's obj points here */
+    struct iocb *user; /* the caller's iocb */
+    io_context_t ctx;
+    _Atomic uint64_t status; /* generation << 1 | in flight */
+    uint64_t destroy_token;  /* set by io_destroy while it waits */
+    char *buf;
+    size_t cap;
+    size_t head;  /* the caller's first byte within buf (widened reads) */
+    size_t total; /* bytes the caller asked for */
+    int is_read;
+    int nseg;
+    struct iovec seg[MAX_SEGS]; /* where a read's bytes go back */
+    uint32_t next_free;
+};
+
+static struct {
+    int (*submit)(io_context_t, long, struct iocb **);
+    int (*getevents)(io_context_t, long, long, struct io_event *, struct timespec *);
+    int (*pgetevents)(io_context_t, long, long, struct io_event *, struct timespec *, sigset_t *);
+    int (*cancel)(io_context_t, struct iocb *, struct io_event *);
+    int (*destroy)(io_context_t);
+} real;
+
+static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+static _Atomic int ready;
+static int active; /* 0: pass everything through unexamined (no safe way to read iocbs) */
+static int policy;
+
+/* Bounce states: one mapping, so "is this event's obj ours?" is a compare. */
+static struct bstate *tab;
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t free_head = UINT32_MAX, high_water;
+static uint64_t destroy_tokens;
+static _Atomic long inflight;
+static int tab_logged, segs_logged;
+
+/* --- the real functions, or the system calls they wrap -------------------- */
+
+static long errno_ret(long r) {
+    return r < 0 ? -errno : r;
+}
+static int sys_submit(io_context_t ctx, long nr, struct iocb **ios) {
+    int e = errno;
+    long r = errno_ret(syscall(SYS_io_submit, ctx, nr, ios));
+    errno = e;
+    return (int)r;
+}
+static int sys_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
+                         struct timespec *ts) {
+    int e = errno;
+    long r = errno_ret(syscall(SYS_io_getevents, ctx, min_nr, nr, ev, ts));
+    errno = e;
+    return (int)r;
+}
+static int sys_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
+                          struct timespec *ts, sigset_t *mask) {
+    struct {
+        sigset_t *mask;
+        size_t size;
+    } arg = {mask, _NSIG / 8};
+    int e = errno;
+    long r = errno_ret(syscall(SYS_io_pgetevents, ctx, min_nr, nr, ev, ts, mask ? &arg : NULL));
+    errno = e;
+    return (int)r;
+}
+static int sys_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
+    int e = errno;
+    long r = errno_ret(syscall(SYS_io_cancel, ctx, cb, ev));
+    errno = e;
+    return (int)r;
+}
+static int sys_destroy(io_context_t ctx) {
+    int e = errno;
+    long r = errno_ret(syscall(SYS_io_destroy, ctx));
+    errno = e;
+    return (int)r;
+}
+
+#define RESOLVE(field, name, ver)                                                                  \
+    do {                                                                                           \
+        *(void **)&real.field = dsp_sym_next_v(name, ver, "libaio.so");                            \
+        if (!real.field) {                                                                         \
+            real.field = sys_##field;                                                              \
+            missing++;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+static void resolve(void) {
+    int missing = 0;
+    RESOLVE(submit, "io_submit", "LIBAIO_0.1");
+    RESOLVE(getevents, "io_getevents", "LIBAIO_0.4");
+    RESOLVE(pgetevents, "io_pgetevents", "LIBAIO_0.5");
+    RESOLVE(cancel, "io_cancel", "LIBAIO_0.4");
+    RESOLVE(destroy, "io_destroy", "LIBAIO_0.4");
+    if (missing)
+        dsp_info("libaio: %d of 5 functions not found in a loaded libaio: their system calls "
+                 "stand in",
+                 missing);
+    if (!dsp_ensure_init()) {
+        dsp_warn("libaio: the manager is not ready: I/O passes through unexamined");
+    } else if (dsp_guard_install() == 0) {
+        policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
+        active = 1;
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+        static const char *const names[] = {"misaligned", "unpinned", "never", "all"};
+        dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes", names[policy],
+                 dsp_opt(DSP_OPT_BOUNCE_POOL));
+    }
+    atomic_store_explicit(&ready, 1, memory_order_release);
+}
+
+static inline void ensure_ready(void) {
+    if (DSP_UNLIKELY(!atomic_load_explicit(&ready, memory_order_acquire)))
+        pthread_once(&resolve_once, resolve);
+}
+
+/* --- bounce states -------------------------------------------------------- */
+
+static struct bstate *state_get(void) {
+    pthread_mutex_lock(&tab_mu);
+    if (!tab) {
+        void *m = mmap(NULL, sizeof(struct bstate) * MAX_STATE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            pthread_mutex_unlock(&tab_mu);
+            dsp_log_once(&tab_logged, DSP_LOG_WARN,
+                         "libaio: no memory for bounce bookkeeping (%s): I/O passes through",
+                         dsp_errname(errno));
+            return NULL;
+        }
+        __atomic_store_n(&tab, (struct bstate *)m, __ATOMIC_RELEASE);
+    }
+    struct bstate *s = NULL;
+    if (free_head != UINT32_MAX) {
+        s = &tab[free_head];
+        free_head = s->next_free;
+    } else if (high_water < MAX_STATE) {
+        s = &tab[high_water++];
+    }
+    if (s) {
+        s->destroy_token = 0;
+        atomic_fetch_add_explicit(&inflight, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&tab_mu);
+    if (!s)
+        dsp_log_once(&tab_logged, DSP_LOG_WARN,
+                     "libaio: %d bounced requests already in flight: more pass through", MAX_STATE);
+    return s;
+}
+
+/* Marks a filled state as in flight (before the kernel can complete it). */
+static void state_publish(struct bstate *s) {
+    uint64_t v = atomic_load_explicit(&s->status, memory_order_relaxed);
+    atomic_store_explicit(&s->status, (v & ~(uint64_t)1) + 3, memory_order_release);
+}
+
+/* Takes an in-flight state for completion or release: 1 for exactly one caller. */
+static int state_claim(struct bstate *s) {
+    uint64_t v = atomic_load_explicit(&s->status, memory_order_acquire);
+    while (v & 1)
+        if (atomic_compare_exchange_weak_explicit(&s->status, &v, v & ~(uint64_t)1,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return 1;
+    return 0;
+}
+
+static void state_put(struct bstate *s) {
+    if (s->buf) dsp_bounce_put(s->buf, s->cap);
+    s->buf = NULL;
+    pthread_mutex_lock(&tab_mu);
+    s->next_free = free_head;
+    free_head = (uint32_t)(s - tab);
+    pthread_mutex_unlock(&tab_mu);
+    atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed);
+}
+
+static struct bstate *state_of(uint64_t obj) {
+    struct bstate *t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
+    if (!t || obj < (uintptr_t)t) return NULL;
+    uint64_t off = obj - (uintptr_t)t;
+    if (off >= sizeof(struct bstate) * MAX_STATE || off % sizeof(struct bstate)) return NULL;
+    return &t[off / sizeof(struct bstate)];
+}
+
+/* --- classification ------------------------------------------------------- */
+
+struct plan {
+    struct iocb *user;
+    uint64_t buf, nbytes;
+    int64_t off;
+    uint32_t fd;
+    uint16_t op;
+    uint8_t cls;
+    struct bstate *st;
+    uint64_t bounce_bytes; /* counted after submission, when st may be another's */
+};
+
+struct fdinfo {
+    int fd, direct;
+    struct dsp_dio_align a;
+};
+
+/* O_DIRECT and alignment of fd, once per io_submit: 1 when O_DIRECT is on. */
+static int fd_query(int fd, struct fdinfo *cache, int *n, struct dsp_dio_align *a) {
+    for (int i = 0; i < *n; i++)
+        if (cache[i].fd == fd) {
+            *a = cache[i].a;
+            return cache[i].direct;
+        }
+    int e = errno;
+    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0, 0}};
+    if (fi.direct && dsp_dio_align(fd, &fi.a) != 0) fi.direct = 0;
+    errno = e;
+    if (*n < FD_CACHE) cache[(*n)++] = fi;
+    *a = fi.a;
+    return fi.direct;
+}
+
+static int is_data(uint16_t op) {
+    return op == IOCB_CMD_PREAD || op == IOCB_CMD_PWRITE || op == IOCB_CMD_PREADV ||
+           op == IOCB_CMD_PWRITEV;
+}
+static int is_read(uint16_t op) {
+    return op == IOCB_CMD_PREAD || op == IOCB_CMD_PREADV;
+}
+static int is_vec(uint16_t op) {
+    return op == IOCB_CMD_PREADV || op == IOCB_CMD_PWRITEV;
+}
+
+/* The segments of a data iocb, read under the guard: up to MAX_SEGS copied
+ * into seg, all of them summed up. 0, or -EFAULT when the iovec array cannot
+ * be read (the kernel refuses the iocb then too). */
+struct segs {
+    struct iovec seg[MAX_SEGS];
+    int n;
+    int pinned;
+    uint64_t bits; /* every base and length ORed: their common alignment */
+    uint64_t total;
+};
+static int scan_segs(const struct plan *p, struct segs *g) {
+    g->pinned = 1;
+    g->bits = g->total = 0;
+    if (!is_vec(p->op)) {
+        g->seg[0] = (struct iovec){(void *)(uintptr_t)p->buf, p->nbytes};
+        g->n = 1;
+        g->bits = p->buf | p->nbytes;
+        g->total = p->nbytes;
+        g->pinned = dsp_reg_contains(p->buf, p->nbytes);
+        return 0;
+    }
+    g->n = (int)p->nbytes;
+    const struct iovec *v = (const struct iovec *)(uintptr_t)p->buf;
+    int failed;
+    DSP_GUARD_BEGIN(failed)
+    for (int i = 0; i < g->n; i++) {
+        struct iovec one = v[i];
+        if (i < MAX_SEGS) g->seg[i] = one;
+        g->bits |= (uintptr_t)one.iov_base | one.iov_len;
+        g->total += one.iov_len;
+        if (g->pinned) g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    }
+    DSP_GUARD_END();
+    return failed ? -EFAULT : 0;
+}
+
+/* Fills s (a fresh state) for plan p with segments seg: 0, or -1 to pass the
+ * iocb through unchanged. */
+static int bounce_prepare(struct bstate *s, const struct plan *p, const struct iovec *seg, int nseg,
+                          size_t total, const struct dsp_dio_align *a) {
+    if (dsp_guard_copy(&s->kiocb, p->user, sizeof s->kiocb) != 0) return -1;
+    s->user = p->user;
+    s->is_read = is_read(p->op);
+    s->total = total;
+    uint64_t start = (uint64_t)p->off, len = total;
+    if (s->is_read) {
+        /* Widened to aligned bounds: the bytes before and after are read and dropped. */
+        size_t unit = a->off > a->mem ? a->off : a->mem;
+        start = (uint64_t)p->off & ~(uint64_t)(a->off - 1);
+        s->head = (size_t)((uint64_t)p->off - start);
+        len = dsp_align_up(s->head + total, unit);
+        for (int i = 0; i < nseg; i++)
+            if (dsp_guard_probe(seg[i].iov_base, seg[i].iov_len) != 0) return -1;
+        memcpy(s->seg, seg, sizeof *seg * nseg);
+        s->nseg = nseg;
+    } else {
+        s->head = 0;
+        s->nseg = 0;
+    }
+    s->buf = dsp_bounce_get(len ? len : 1, &s->cap);
+    if (!s->buf) return -1;
+    if (!s->is_read) {
+        size_t at = 0;
+        for (int i = 0; i < nseg; i++) {
+            if (dsp_guard_copy(s->buf + at, seg[i].iov_base, seg[i].iov_len) != 0) return -1;
+            at += seg[i].iov_len;
+        }
+    }
+    s->kiocb.aio_lio_opcode = s->is_read ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
+    s->kiocb.aio_buf = (uintptr_t)s->buf;
+    s->kiocb.aio_nbytes = len;
+    s->kiocb.aio_offset = (int64_t)start;
+    return 0;
+}
+
+/* Whether O_DIRECT would refuse p (or the policy asks for a bounce anyway). */
+static int wants_bounce(const struct plan *p, const struct segs *g, struct fdinfo *cache,
+                        int *ncache, struct dsp_dio_align *a) {
+    int rd = is_read(p->op);
+    int candidate;
+    switch (policy) {
+    case P_NEVER:
+        return 0;
+    case P_ALL:
+        candidate = 1;
+        break;
+    default:
+        /* Aligned to every known rule: no system call needed to know it passes. */
+        candidate = (g->bits & (DSP_DIO_MAX_ALIGN - 1)) ||
+                    (rd && (((uint64_t)p->off | g->total) & (DSP_DIO_MAX_ALIGN - 1))) ||
+                    (policy == P_UNPINNED && !g->pinned);
+    }
+    if (!candidate || p->off < 0 || !fd_query((int)p->fd, cache, ncache, a)) return 0;
+    int mem_ok = (g->bits & (a->mem - 1)) == 0;
+    int off_ok = (((uint64_t)p->off | g->total) & (a->off - 1)) == 0;
+    if (!rd && !off_ok) return 0; /* a misaligned write stays the caller's: the kernel's -EINVAL */
+    return !mem_ok || !off_ok || policy == P_ALL || (policy == P_UNPINNED && !g->pinned);
+}
+
+/* Decides p's class, preparing a bounce where one is needed: -EFAULT when
+ * the iocb's iovec array cannot be read. */
+static int classify_data(io_context_t ctx, struct plan *p, struct fdinfo *cache, int *ncache) {
+    if (is_vec(p->op) && p->nbytes > UIO_MAXIOV) return 0; /* the kernel's -EINVAL */
+    struct segs g;
+    if (scan_segs(p, &g) != 0) return -EFAULT;
+    p->cls = g.pinned ? C_DIRECT_PINNED : C_DIRECT_UNPINNED;
+    struct dsp_dio_align a;
+    if (!wants_bounce(p, &g, cache, ncache, &a)) return 0;
+    p->cls = C_PASS; /* unless the bounce works out */
+    struct bstate *s = NULL;
+    if (g.n > MAX_SEGS) {
+        dsp_log_once(&segs_logged, DSP_LOG_WARN,
+                     "libaio: a vectored request of %d segments needs a bounce but has more "
+                     "than %d: passed through unchanged",
+                     g.n, MAX_SEGS);
+    } else if ((s = state_get()) != NULL) {
+        s->ctx = ctx;
+        if (bounce_prepare(s, p, g.seg, g.n, g.total, &a) == 0) {
+            p->cls = C_BOUNCED;
+            p->st = s;
+            p->bounce_bytes = g.total;
+            return 0;
+        }
+        state_put(s);
+    }
+    dsp_stat_add(DSP_ST_fallbacks, 1);
+    return 0;
+}
+
+/* Classifies p[0..n): returns how many can be submitted (fewer when iocb i
+ * cannot be read: the kernel would stop there too). */
+static long classify(io_context_t ctx, struct iocb **ios, long n, struct plan *p, int *bounced) {
+    volatile long readable = 0;
+    int failed;
+    DSP_GUARD_BEGIN(failed)
+    for (long i = 0; i < n; i++) {
+        struct iocb *cb = ios[i];
+        p[i].user = cb;
+        p[i].op = cb->aio_lio_opcode;
+        p[i].fd = cb->aio_fildes;
+        p[i].buf = cb->aio_buf;
+        p[i].nbytes = cb->aio_nbytes;
+        p[i].off = cb->aio_offset;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* p[i] is complete before it counts */
+        readable = i + 1;
+    }
+    DSP_GUARD_END();
+    (void)failed;
+    struct fdinfo cache[FD_CACHE];
+    int ncache = 0;
+    *bounced = 0;
+    for (long i = 0; i < readable; i++) {
+        p[i].st = NULL;
+        p[i].cls = C_PASS;
+        p[i].bounce_bytes = 0;
+        if (!is_data(p[i].op)) continue;
+        if (classify_data(ctx, &p[i], cache, &ncache) != 0) return i;
+        *bounced += p[i].cls == C_BOUNCED;
+    }
+    return readable;
+}
+
+static void count(const struct plan *p, long n) {
+    uint64_t c[4] = {0, 0, 0, 0}, bytes = 0;
+    for (long i = 0; i < n; i++) {
+        c[p[i].cls]++;
+        bytes += p[i].bounce_bytes;
+    }
+    dsp_stat_add(DSP_ST_aio_iocbs, (uint64_t)n);
+    if (c[C_PASS]) dsp_stat_add(DSP_ST_aio_passthrough, c[C_PASS]);
+    if (c[C_DIRECT_PINNED]) dsp_stat_add(DSP_ST_aio_direct_pinned, c[C_DIRECT_PINNED]);
+    if (c[C_DIRECT_UNPINNED]) dsp_stat_add(DSP_ST_aio_direct_unpinned, c[C_DIRECT_UNPINNED]);
+    if (c[C_BOUNCED]) {
+        dsp_stat_add(DSP_ST_aio_bounced, c[C_BOUNCED]);
+        dsp_stat_add(DSP_ST_aio_bounce_bytes, bytes);
+    }
+}
+
+static void unprepare(struct plan *p, long from, long to) {
+    for (long i = from; i < to; i++)
+        if (p[i].st) {
+            atomic_store_explicit(&p[i].st->status,
+                                  atomic_load_explicit(&p[i].st->status, memory_order_relaxed) &
+                                      ~(uint64_t)1,
+                                  memory_order_relaxed);
+            state_put(p[i].st);
+            p[i].st = NULL;
+        }
+}
+
+DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
+    ensure_ready();
+    if (nr <= 0 || !active) return real.submit(ctx, nr, ios);
+    struct plan p[CHUNK];
+    struct iocb *local[CHUNK];
+    long done = 0;
+    while (done < nr) {
+        long n = nr - done < CHUNK ? nr - done : CHUNK;
+        int bounced;
+        long ok = classify(ctx, ios + done, n, p, &bounced);
+        if (ok == 0) return done ? (int)done : -EFAULT;
+        struct iocb **arr = ios + done;
+        if (bounced) {
+            for (long i = 0; i < ok; i++) {
+                local[i] = p[i].st ? &p[i].st->kiocb : p[i].user;
+                if (p[i].st) state_publish(p[i].st);
+            }
+            arr = local;
+        }
+        int r = real.submit(ctx, ok, arr);
+        if (r < 0) {
+            unprepare(p, 0, ok);
+            return done ? (int)done : r;
+        }
+        /* Accepted iocbs may already be complete and reaped by another
+         * thread: their states are not ours to touch any more. */
+        count(p, r);
+        unprepare(p, r, ok);
+        done += r;
+        if (r < ok || ok < n) break;
+    }
+    return (int)done;
+}
+
+/* --- completion ----------------------------------------------------------- */
+
+/* The caller's view of a bounced completion: its iocb, its data, its bytes. */
+static void complete(struct bstate *s, struct io_event *ev) {
+    int64_t res = ev->res;
+    if (s->is_read && res > 0) {
+        uint64_t got = (uint64_t)res > s->head ? (uint64_t)res - s->head : 0;
+        if (got > s->total) got = s->total;
+        const char *from = s->buf + s->head;
+        uint64_t left = got;
+        for (int i = 0; i < s->nseg && left; i++) {
+            size_t n = s->seg[i].iov_len < left ? s->seg[i].iov_len : left;
+            if (dsp_guard_copy(s->seg[i].iov_base, from, n) != 0) {
+                got = (uint64_t)-EFAULT;
+                break;
+            }
+            from += n;
+            left -= n;
+        }
+        res = (int64_t)got;
+    } else if (!s->is_read && res > (int64_t)s->total) {
+        res = (int64_t)s->total;
+    }
+    ev->res = res;
+    ev->obj = (uintptr_t)s->user;
+    ev->data = s->kiocb.aio_data;
+}
+
+static void finish(struct io_event *ev, long n) {
+    if (n <= 0 || atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return;
+    for (long i = 0; i < n; i++) {
+        struct bstate *s = state_of(ev[i].obj);
+        if (!s || !state_claim(s)) continue;
+        complete(s, &ev[i]);
+        state_put(s);
+    }
+}
+
+DSP_API int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
+                         struct timespec *ts) {
+    ensure_ready();
+    int r = real.getevents(ctx, min_nr, nr, ev, ts);
+    finish(ev, r);
+    return r;
+}
+
+DSP_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
+                          struct timespec *ts, sigset_t *mask) {
+    ensure_ready();
+    int r = real.pgetevents(ctx, min_nr, nr, ev, ts, mask);
+    finish(ev, r);
+    return r;
+}
+
+/* The bounced state of the caller's iocb on ctx, or NULL. Cancel is rare: a
+ * scan of the states in use. */
+static struct bstate *find_user(io_context_t ctx, struct iocb *cb) {
+    struct bstate *found = NULL;
+    pthread_mutex_lock(&tab_mu);
+    for (uint32_t i = 0; i < high_water && !found; i++)
+        if ((atomic_load_explicit(&tab[i].status, memory_order_acquire) & 1) && tab[i].user == cb &&
+            tab[i].ctx == ctx)
+            found = &tab[i];
+    pthread_mutex_unlock(&tab_mu);
+    return found;
+}
+
+DSP_API int io_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
+    ensure_ready();
+    struct bstate *s;
+    if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0 || !(s = find_user(ctx, cb)))
+        return real.cancel(ctx, cb, ev);
+    int r = real.cancel(ctx, &s->kiocb, ev);
+    /* Kernels before 4.19 reported the cancelled request in *ev; later ones
+     * answer -EINPROGRESS and deliver it through io_getevents. */
+    if (r == 0 && state_claim(s)) {
+        complete(s, ev);
+        state_put(s);
+    }
+    return r;
+}
+
+DSP_API int io_destroy(io_context_t ctx) {
+    ensure_ready();
+    if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return real.destroy(ctx);
+    /* Collected before the real call: the context's address is free for
+     * another io_setup the moment it returns. */
+    pthread_mutex_lock(&tab_mu);
+    uint64_t token = ++destroy_tokens;
+    for (uint32_t i = 0; i < high_water; i++)
+        if ((atomic_load_explicit(&tab[i].status, memory_order_acquire) & 1) && tab[i].ctx == ctx)
+            tab[i].destroy_token = token;
+    pthread_mutex_unlock(&tab_mu);
+    int r = real.destroy(ctx); /* waits for the I/O in flight */
+    if (r != 0) return r;
+    for (uint32_t i = 0; i < high_water; i++)
+        if (__atomic_load_n(&tab[i].destroy_token, __ATOMIC_RELAXED) == token &&
+            state_claim(&tab[i]))
+            state_put(&tab[i]);
+    return r;
+}
+
+/* The libaio 0.1 forms: io_getevents without min_nr, io_cancel without the event. */
+DSP_API int dsp_aio_getevents_0_1(io_context_t ctx, long nr, struct io_event *ev,
+                                  struct timespec *ts) {
+    return io_getevents(ctx, 1, nr, ev, ts);
+}
+DSP_API int dsp_aio_cancel_0_1(io_context_t ctx, struct iocb *cb) {
+    struct io_event ev;
+    return io_cancel(ctx, cb, &ev);
+}
+__asm__(".symver dsp_aio_getevents_0_1, io_getevents@LIBAIO_0.1, remove");
+__asm__(".symver dsp_aio_cancel_0_1, io_cancel@LIBAIO_0.1, remove");
+
+/* --- fork ----------------------------------------------------------------- */
+
+static void fork_prepare(void) {
+    pthread_mutex_lock(&tab_mu);
+    dsp_bounce_fork_prepare();
+}
+static void fork_parent(void) {
+    dsp_bounce_fork_parent();
+    pthread_mutex_unlock(&tab_mu);
+}
+/* The child has no aio context of the parent's (the ring is not inherited):
+ * every bounced request is gone, its buffer freed with the rest. */
+static void fork_child(void) {
+    dsp_bounce_fork_child();
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    tab_mu = fresh;
+    for (uint32_t i = 0; i < high_water; i++) {
+        struct bstate *s = &tab[i];
+        if ((atomic_load_explicit(&s->status, memory_order_relaxed) & 1) && s->buf)
+            dsp_bounce_fork_adopt(s->buf, s->cap);
+        atomic_store_explicit(&s->status, 0, memory_order_relaxed);
+        s->buf = NULL;
+    }
+    free_head = UINT32_MAX;
+    high_water = 0;
+    atomic_store_explicit(&inflight, 0, memory_order_relaxed);
+}
