@@ -18,6 +18,7 @@ static const struct {
     {"pool_misses", "misses", 0},
     {"cuda_host_alloc_served", "cuda served", 0},
     {"cuda_host_alloc_passthrough", "passed", 0},
+    {"aio_bounced", "aio bounced", 0},
     {"pin_failures", "failures", 0},
     {"fallbacks", "fallbacks", 0},
 };

@@ -76,6 +76,11 @@ static void print_summary(void) {
             G(pool_releases), dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
     dsp_say("stats: %llu pin failures, %llu budget refusals, %llu fallbacks to the real function",
             G(pin_failures), G(budget_refusals), G(fallbacks));
+    if (G(aio_iocbs))
+        dsp_say("stats: libaio %llu iocbs: %llu direct pinned, %llu direct unpinned, %llu "
+                "bounced (%s), %llu passed through",
+                G(aio_iocbs), G(aio_direct_pinned), G(aio_direct_unpinned), G(aio_bounced),
+                dsp_fmt_bytes(a, sizeof a, G(aio_bounce_bytes)), G(aio_passthrough));
 #undef G
 }
 
@@ -111,7 +116,8 @@ static int active(void) {
                                            DSP_ST_cuda_host_alloc_passthrough,
                                            DSP_ST_cuda_register_external,
                                            DSP_ST_cuda_registrations,
-                                           DSP_ST_blocks_live};
+                                           DSP_ST_blocks_live,
+                                           DSP_ST_aio_iocbs};
     for (size_t i = 0; i < sizeof any / sizeof *any; i++)
         if (dsp_stat_get(any[i])) return 1;
     return 0;
