@@ -35,3 +35,11 @@ DSP_OPTION(ARENA_SIZE, SIZE, "auto", "auto or bytes (1T)",
            "Virtual address space reserved for pinned blocks (no memory is used until "
            "blocks are made). auto is 4x RAM, at least 64 GiB, at most 64 TiB; halved "
            "until the kernel accepts it.")
+DSP_OPTION(CUFILE, ENUM, "auto", "auto|off",
+           "cuFile (GPUDirect Storage): read and write pinned host buffers directly and "
+           "register device buffers with cuFileBufRegister once (auto), or pass every "
+           "cuFile call through untouched (off).")
+DSP_OPTION(CUFILE_REGISTER_MAX, SIZE, "8G", "bytes (8G, 512M); 0 registers nothing",
+           "Most bytes of device memory the cuFile layer keeps registered on its own; "
+           "past it the least recently used registration is released first. Allocations "
+           "larger than this are never registered by the shim.")

@@ -111,6 +111,9 @@ static int active(void) {
                                            DSP_ST_cuda_host_alloc_passthrough,
                                            DSP_ST_cuda_register_external,
                                            DSP_ST_cuda_registrations,
+                                           DSP_ST_cufile_direct_host,
+                                           DSP_ST_cufile_autoregistered,
+                                           DSP_ST_cufile_passthrough,
                                            DSP_ST_blocks_live};
     for (size_t i = 0; i < sizeof any / sizeof *any; i++)
         if (dsp_stat_get(any[i])) return 1;
