@@ -32,6 +32,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct {
@@ -422,10 +423,20 @@ static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t of
         }
         size_t A = a.mem > a.off ? a.mem : a.off;
         /* Direct only where buffer and file offset can both be aligned. */
-        if ((((uintptr_t)p - (uintptr_t)off) & (A - 1)) == 0) {
+        /* A direct read past end of file zero-fills the buffer beyond what
+         * it returns (FIELD-NOTES 5): the direct part stops at the last
+         * aligned offset before end of file, the rest is read buffered
+         * (regression: cufile_direct_eof_keeps_bytes). */
+        struct stat st;
+        uint64_t end = (uint64_t)off + size;
+        if (!wr) {
+            if (fstat(hd->fd, &st) != 0) return -2;
+            if ((uint64_t)st.st_size < end) end = (uint64_t)st.st_size;
+        }
+        if ((((uintptr_t)p - (uintptr_t)off) & (A - 1)) == 0 && end > (uint64_t)off) {
             head = (A - ((uint64_t)off & (A - 1))) & (A - 1);
             if (head > size) head = size;
-            mid = (size - head) & ~(A - 1);
+            if (end - (uint64_t)off > head) mid = (end - (uint64_t)off - head) & ~(uint64_t)(A - 1);
             dfd = hd->fd;
         }
         if (mid != size) {

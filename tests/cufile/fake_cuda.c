@@ -95,12 +95,23 @@ CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr
     int dev = fakedrv_find((uintptr_t)p, &base, &len, &id);
     for (unsigned i = 0; i < n; i++) {
         switch (attrs[i]) {
-        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data[i] = dev ? CU_MEMORYTYPE_DEVICE : 0; break;
-        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[i] = base; break;
-        case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data[i] = len; break;
-        case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data[i] = id; break;
-        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(bool *)data[i] = false; break;
-        default: return CUDA_ERROR_INVALID_VALUE;
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *(unsigned *)data[i] = dev ? CU_MEMORYTYPE_DEVICE : 0;
+            break;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *(CUdeviceptr *)data[i] = base;
+            break;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+            *(size_t *)data[i] = len;
+            break;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+            *(unsigned long long *)data[i] = id;
+            break;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+            *(bool *)data[i] = false;
+            break;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
         }
     }
     return CUDA_SUCCESS;

@@ -12,7 +12,8 @@
  *   buffer is staged through the double's own bounce buffer, then copied, and
  *   the staged bytes are counted (fakecufile_staged());
  * - I/O errors return -1 with errno, short reads at end of file their count;
- *   invalid arguments return -CU_FILE_INVALID_VALUE;
+ *   invalid arguments, and I/O running past a registration or a device
+ *   allocation, return -CU_FILE_INVALID_VALUE;
  * - the last cuFileDriverClose deregisters what is still registered by calling
  *   its own export cuFileBufDeregister through the PLT, as libcufile calls
  *   its exports (a shim that takes a lock there without a re-entry guard
@@ -38,9 +39,7 @@ int fakedrv_find(uintptr_t p, uintptr_t *base, size_t *len, unsigned long long *
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int open_count;
-static struct fh {
-    int fd, live;
-} hs[MAXH];
+static struct fh { int fd, live; } hs[MAXH];
 static struct {
     uintptr_t base;
     size_t len;
@@ -48,10 +47,9 @@ static struct {
 static int nreg;
 
 enum { C_OPEN, C_CLOSE, C_HREG, C_HDEREG, C_BREG, C_BDEREG, C_READ, C_WRITE, C_N };
-static const char *const cname[C_N] = {"cuFileDriverOpen",     "cuFileDriverClose",
-                                       "cuFileHandleRegister", "cuFileHandleDeregister",
-                                       "cuFileBufRegister",    "cuFileBufDeregister",
-                                       "cuFileRead",           "cuFileWrite"};
+static const char *const cname[C_N] = {
+    "cuFileDriverOpen",  "cuFileDriverClose",   "cuFileHandleRegister", "cuFileHandleDeregister",
+    "cuFileBufRegister", "cuFileBufDeregister", "cuFileRead",           "cuFileWrite"};
 static _Atomic int counts[C_N];
 static _Atomic long long staged, direct;
 static _Atomic int close_failures, register_failures;
@@ -255,7 +253,13 @@ static ssize_t io(CUfileHandle_t fh, int wr, char *base, size_t size, off_t file
     if (fd < 0) return -CU_FILE_HANDLE_NOT_REGISTERED;
     if (size == 0) return 0;
     char *p = base + buf_off;
-    if (reg_len >= 0) { /* registered: straight to the buffer */
+    uintptr_t dbase;
+    size_t dlen;
+    unsigned long long id;
+    if (reg_len < 0 && fakedrv_find((uintptr_t)p, &dbase, &dlen, &id) &&
+        size > dlen - ((uintptr_t)p - dbase))
+        return -CU_FILE_INVALID_VALUE; /* runs past its device allocation */
+    if (reg_len >= 0) {                /* registered: straight to the buffer */
         if ((size_t)buf_off > (size_t)reg_len || size > (size_t)reg_len - (size_t)buf_off)
             return -CU_FILE_INVALID_VALUE;
         ssize_t r = posix_io(fd, wr, p, size, file_off);

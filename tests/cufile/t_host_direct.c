@@ -17,7 +17,7 @@ static void run(const char *dir, int direct_flag) {
     int reads0 = fakecufile_count("cuFileRead");
     /* (size, file offset, buffer offset): aligned; congruent misalignment
      * (head, middle, tail); incongruent (all buffered); tiny. */
-    const size_t cases[][3] = {{4 * MiB, 0, 0},         {MiB + 37, 100, 100}, {MiB, 5, 3},
+    const size_t cases[][3] = {{4 * MiB, 0, 0},        {MiB + 37, 100, 100}, {MiB, 5, 3},
                                {3 * MiB + 1, 4095, 1}, {1, 8 * MiB, 0},      {511, 513, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         size_t n = cases[i][0], off = cases[i][1], boff = cases[i][2];
