@@ -81,5 +81,6 @@ int main(void) {
         }
     }
     CHECK(fakecufile_staged() > 0, "the ordinary buffers went through cuFile");
+    free(plain);
     PASS();
 }

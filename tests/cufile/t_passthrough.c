@@ -26,6 +26,7 @@ int main(void) {
     char *m = malloc(MiB);
     CHECK(cuFileRead(fh, m, MiB, 0, 0) == MiB && same(m, MiB, 0, 4));
     CHECK(fakecufile_staged() == MiB && stat_of("cufile_passthrough") == 1);
+    free(m);
     /* Invalid arguments into pinned memory: cuFile's errors. */
     CHECK(cuFileRead(fh, NULL, MiB, 0, 0) == -CU_FILE_INVALID_VALUE);
     CHECK(cuFileRead(fh, h, MiB, -1, 0) == -CU_FILE_INVALID_VALUE);
