@@ -9,26 +9,28 @@
 
 #define MiB   (1u << 20)
 #define NDEV  6
-#define ITERS 300
+#define ITERS 200
 
 static CUfileHandle_t fh[2];
 static char *dev[NDEV];
 
 static void *worker(void *arg) {
-    unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
+    size_t me = (size_t)(uintptr_t)arg;
+    unsigned seed = (unsigned)me * 7919u + 1;
     char *h = pinned(2 * MiB);
     for (int i = 0; i < ITERS; i++) {
         seed = seed * 1103515245u + 12345u;
-        size_t n = 1 + (seed >> 8) % (MiB - 1);
+        size_t n = 1 + (seed >> 8) % (MiB / 2 - 4096);
         size_t off = (seed >> 4) % (7 * MiB);
         size_t boff = (seed & 1) ? (seed >> 12) % 4096 : 0;
         if (seed & 2) off &= ~(size_t)4095;
         CUfileHandle_t f = fh[(seed >> 3) & 1];
         if ((seed >> 5) % 3 == 0) {
+            /* Threads share allocations, each in its own quarter. */
             char *d = dev[(seed >> 7) % NDEV];
-            /* Threads share allocations: check only the count here. */
+            boff += me * MiB;
             ssize_t r = cuFileRead(f, d, n, (off_t)off, (off_t)boff);
-            if (r != (ssize_t)n) {
+            if (r != (ssize_t)n || !same(d + boff, n, off, 11)) {
                 fprintf(stderr, "FAIL device read %zd of %zu\n", r, n);
                 exit(1);
             }
