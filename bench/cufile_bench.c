@@ -62,7 +62,8 @@ static double pass(read_fn rd, CUfileHandle_t fh, char *buf) {
 
 struct row {
     const char *name;
-    double shim, base; /* GB/s, medians */
+    double shim, base;             /* GB/s, medians */
+    double smin, smax, bmin, bmax; /* spreads */
 };
 
 /* bbuf: the baseline's buffer (a device buffer the shim registered would not
@@ -77,9 +78,10 @@ static int measure(const char *name, read_fn shim, read_fn base, CUfileHandle_t 
         s[r] = (double)fsize / ts / 1e9;
         b[r] = (double)fsize / tb / 1e9;
     }
-    *out = (struct row){name, median(s, reps), median(b, reps)};
-    printf("| %s | %.2f GB/s | %.2f GB/s | %.2fx |\n", name, out->shim, out->base,
-           out->shim / out->base);
+    *out = (struct row){name, median(s, reps), median(b, reps), s[0], s[reps - 1],
+                        b[0], b[reps - 1]}; /* median() sorted them */
+    printf("| %s | %.2f GB/s (%.2f - %.2f) | %.2f GB/s (%.2f - %.2f) | %.2fx |\n", name, out->shim,
+           out->smin, out->smax, out->base, out->bmin, out->bmax, out->shim / out->base);
     fflush(stdout);
     return 0;
 }
@@ -110,7 +112,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     fsize = (quick ? 64 : 256) * MiB;
-    int reps = quick ? 5 : 9;
+    int reps = quick ? 5 : 15;
     char *buf = alloc(CHUNK);
     CUdeviceptr dev = 0, dev2 = 0;
     if (!buf || cuFileDriverOpen().err || cuMemAlloc_v2(&dev, CHUNK) || cuMemAlloc_v2(&dev2, CHUNK))
@@ -118,7 +120,8 @@ int main(int argc, char **argv) {
     memset(buf, 1, CHUNK);
     memset((void *)(uintptr_t)dev, 1, CHUNK);
     memset((void *)(uintptr_t)dev2, 1, CHUNK);
-    printf("| cuFileRead, %zu MiB file in 16 MiB calls (test double) | shim | without | ratio |\n"
+    printf("| cuFileRead, %zu MiB file in 16 MiB calls (test double) | shim (min - max) | without "
+           "(min - max) | ratio |\n"
            "|---|---|---|---|\n",
            fsize / MiB);
     struct row rows[8];
@@ -158,9 +161,11 @@ int main(int argc, char **argv) {
                 fsize / MiB, reps);
         for (int i = 0; i < n; i++)
             fprintf(f,
-                    "%s\n  {\"name\": \"%s\", \"shim\": %.3f, \"without\": %.3f, \"ratio\": %.3f}",
-                    i ? "," : "", rows[i].name, rows[i].shim, rows[i].base,
-                    rows[i].shim / rows[i].base);
+                    "%s\n  {\"name\": \"%s\", \"shim\": %.3f, \"shim_min\": %.3f, "
+                    "\"shim_max\": %.3f, \"without\": %.3f, \"without_min\": %.3f, "
+                    "\"without_max\": %.3f, \"ratio\": %.3f}",
+                    i ? "," : "", rows[i].name, rows[i].shim, rows[i].smin, rows[i].smax,
+                    rows[i].base, rows[i].bmin, rows[i].bmax, rows[i].shim / rows[i].base);
         fprintf(f, "\n]}\n");
         fclose(f);
     }
