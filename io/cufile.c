@@ -57,7 +57,7 @@ static _Atomic int mode;
  * cufile_reentry_from_driver_close, which deadlocked on `mu`). */
 static DSP_TLS int inside;
 static size_t register_max;
-static int missing_logged, register_logged, reopen_logged, einval_logged, table_logged;
+static int missing_logged, register_logged, reopen_logged, einval_logged, table_logged, app_logged;
 
 /* One lock for the layer's tables. Held across the real registration calls
  * (rare, and two threads must not register one allocation twice), never
@@ -640,6 +640,10 @@ again:
             napp++;
         } else {
             app_overflow = 1; /* unknown registrations: register nothing more */
+            dsp_log_once(&app_logged, DSP_LOG_WARN,
+                         "more than %d buffers registered by the application: the shim "
+                         "registers no more device memory of its own",
+                         NAPP);
         }
     }
     pthread_mutex_unlock(&mu);
