@@ -523,7 +523,8 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
 pass:
     if (!inside && atomic_load_explicit(&mode, memory_order_relaxed) == 1)
         dsp_stat_add(DSP_ST_cufile_passthrough, 1);
-    if (!HAVE(Read, "cuFileRead")) return -CU_FILE_DRIVER_NOT_INITIALIZED;
+    if (!(wr ? HAVE(Write, "cuFileWrite") : HAVE(Read, "cuFileRead")))
+        return -CU_FILE_DRIVER_NOT_INITIALIZED;
     return wr ? CALL(Write, fh, base, size, file_off, buf_off)
               : CALL(Read, fh, base, size, file_off, buf_off);
 }
