@@ -236,6 +236,20 @@ static ssize_t posix_io(int fd, int wr, char *p, size_t n, off_t off) {
     return (ssize_t)done;
 }
 
+/* The calling thread's bounce buffer, aligned for O_DIRECT, freed at thread
+ * exit. */
+static pthread_key_t stage_key;
+static pthread_once_t stage_once = PTHREAD_ONCE_INIT;
+static void stage_key_init(void) {
+    pthread_key_create(&stage_key, free);
+}
+static char *bounce(void) {
+    pthread_once(&stage_once, stage_key_init);
+    char *b = pthread_getspecific(stage_key);
+    if (!b && posix_memalign((void **)&b, 4096, STAGE) == 0) pthread_setspecific(stage_key, b);
+    return b;
+}
+
 static ssize_t io(CUfileHandle_t fh, int wr, char *base, size_t size, off_t file_off,
                   off_t buf_off) {
     atomic_fetch_add(&counts[wr ? C_WRITE : C_READ], 1);
@@ -267,8 +281,8 @@ static ssize_t io(CUfileHandle_t fh, int wr, char *base, size_t size, off_t file
         return r;
     }
     /* Staged through the bounce buffer (aligned, so O_DIRECT fds work). */
-    static __thread char *stage;
-    if (!stage && posix_memalign((void **)&stage, 4096, STAGE) != 0) return -CU_FILE_INTERNAL_ERROR;
+    char *stage = bounce();
+    if (!stage) return -CU_FILE_INTERNAL_ERROR;
     size_t done = 0;
     while (done < size) {
         size_t n = size - done < STAGE ? size - done : STAGE;
