@@ -47,11 +47,25 @@ PY
 else
   echo "== torch with CUDA not available: torch checks skipped"
 fi
-cufile_dir=$(python3 -c 'import nvidia.cufile, os; d = os.path.dirname(nvidia.cufile.__file__); print(os.path.join(d, "lib"))' 2>/dev/null)
-if [ -n "$cufile_dir" ] && [ -e "$cufile_dir/libcufile.so.0" ]; then
-  cudart_so=$(ls "$cudart_dir"/libcudart.so.1[0-9] 2>/dev/null | head -1)
-  cc -O2 -std=c11 -D_GNU_SOURCE tests/gpu/cufile_check.c "$cufile_dir/libcufile.so.0" "$cudart_so" \
-    -Wl,-rpath,"$cufile_dir":"$cudart_dir" -o "$out/cufile_check" || exit 1
+# libcufile.so.0 and libcudart from the NVIDIA wheels (their folders differ
+# between CUDA 12 and 13 wheels: search them).
+find_nvidia_lib() {
+  python3 - "$1" <<'PY' 2>/dev/null
+import os, re, sys
+import nvidia
+pat = re.compile(sys.argv[1])
+for root in nvidia.__path__:
+    for d, _, files in sorted(os.walk(root)):
+        for f in sorted(files):
+            if pat.fullmatch(f): print(os.path.join(d, f)); raise SystemExit
+PY
+}
+cufile_so=$(find_nvidia_lib 'libcufile\.so\.0')
+cudart_so=$(ls "$cudart_dir"/libcudart.so.1[0-9] 2>/dev/null | head -1)
+[ -n "$cudart_so" ] || cudart_so=$(find_nvidia_lib 'libcudart\.so\.1[0-9]')
+if [ -n "$cufile_so" ] && [ -n "$cudart_so" ] &&
+   cc -O2 -std=c11 -D_GNU_SOURCE tests/gpu/cufile_check.c "$cufile_so" "$cudart_so" \
+     -Wl,-rpath,"$(dirname "$cufile_so")":"$(dirname "$cudart_so")" -o "$out/cufile_check"; then
   file=${DSP_GPU_CUFILE_FILE:-/tmp/dsp_cufile_1g}
   # Compat mode: no nvidia-fs on these machines; force it where cuFile reads the variable.
   export CUFILE_FORCE_COMPAT_MODE=true
@@ -65,5 +79,5 @@ for k in ("cufile_host_GBps", "cufile_device_GBps"):
     if k in a and k in b: print("ratio %s %.2fx (shim / without)" % (k, b[k] / a[k]))
 PY
 else
-  echo "== nvidia.cufile wheel not found: cuFile check skipped"
+  echo "== libcufile.so.0 or libcudart not found in the NVIDIA wheels (or no build): cuFile check skipped"
 fi
