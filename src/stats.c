@@ -76,6 +76,11 @@ static void print_summary(void) {
             G(pool_releases), dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
     dsp_say("stats: %llu pin failures, %llu budget refusals, %llu fallbacks to the real function",
             G(pin_failures), G(budget_refusals), G(fallbacks));
+    if (G(cufile_direct_host) || G(cufile_autoregistered) || G(cufile_passthrough))
+        dsp_say("stats: cuFile %llu reads/writes into pinned memory done directly (%s), %llu "
+                "device allocations registered, %llu calls passed through",
+                G(cufile_direct_host), dsp_fmt_bytes(a, sizeof a, G(cufile_direct_bytes)),
+                G(cufile_autoregistered), G(cufile_passthrough));
 #undef G
 }
 
