@@ -56,7 +56,7 @@ static _Atomic int mode;
  * hooks through the PLT and must go straight back (regression:
  * cufile_reentry_from_driver_close, which deadlocked on `mu`). */
 static DSP_TLS int inside;
-static size_t register_max;
+static _Atomic size_t register_max; /* DSP_CUFILE_REGISTER_MAX, set at resolution */
 static int missing_logged, register_logged, reopen_logged, einval_logged, table_logged, app_logged;
 
 /* One lock for the layer's tables. Held across the real registration calls
@@ -156,7 +156,8 @@ static int resolve_slow(void) {
     if (!real.Read || !real.Write || !real.BufRegister || !real.BufDeregister ||
         !real.HandleRegister || !real.HandleDeregister)
         return 0; /* no libcufile loaded yet: not settled, retry at the next call */
-    register_max = (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX);
+    atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
+                          memory_order_relaxed);
     int m = dsp_opt(DSP_OPT_CUFILE) == 1 ? 2 : 1;
     int expected = 0;
     atomic_compare_exchange_strong(&mode, &expected, m);
@@ -278,7 +279,8 @@ static int device_buffer(uintptr_t p, size_t size, struct devbuf *d) {
  * NULL to pass the call through unchanged. */
 static struct entry *device_acquire(uintptr_t p, size_t size) {
     struct devbuf d;
-    if (!register_max || !device_buffer(p, size, &d) || d.len > register_max) return NULL;
+    size_t max = atomic_load_explicit(&register_max, memory_order_relaxed);
+    if (!max || !device_buffer(p, size, &d) || d.len > max) return NULL;
     pthread_mutex_lock(&mu);
     struct entry *got = NULL;
 again:
@@ -302,7 +304,7 @@ again:
     }
     /* Room: the least recently used idle registrations go first. */
     struct entry *slot = NULL;
-    while (registered_bytes + d.len > register_max) {
+    while (registered_bytes + d.len > max) {
         struct entry *v = lru_victim();
         if (!v) goto out; /* everything is in use: this call passes through */
         entry_drop(v);

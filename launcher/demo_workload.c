@@ -66,13 +66,21 @@ static void pinned_buffers(void) {
     report("pin + unpin, 64 MiB:", now() - t, without);
 }
 
-static void cuda(void) {
-    const char *path = getenv("DSPRELOAD_DEMO_CUDART");
-    const char *names[] = {path, "libcudart.so.13", "libcudart.so.12"};
+/* The first of the test double named by env_name (build tree) and the given
+ * libraries that loads, globally (so the shim's hooks reach it); NULL if none. */
+static void *open_library(const char *env_name, const char *a, const char *b, const char **path,
+                          const char **which) {
+    const char *names[] = { *path = getenv(env_name), a, b};
     void *h = NULL;
-    const char *which = NULL;
     for (size_t i = 0; i < 3 && !h; i++)
-        if (names[i]) h = dlopen(which = names[i], RTLD_NOW | RTLD_GLOBAL);
+        if (names[i]) h = dlopen(*which = names[i], RTLD_NOW | RTLD_GLOBAL);
+    return h;
+}
+
+static void cuda(void) {
+    const char *path, *which;
+    void *h =
+        open_library("DSPRELOAD_DEMO_CUDART", "libcudart.so.13", "libcudart.so.12", &path, &which);
     printf("2. CUDA pinned memory, %d rounds of cudaHostAlloc + cudaFreeHost of 64 MiB:\n", ROUNDS);
     if (!h) {
         printf("  no libcudart on this machine: the CUDA layer has nothing to serve here\n");
@@ -110,12 +118,8 @@ static void cuda(void) {
  * the buffer; cuFile (here its test double in the build tree, compat mode)
  * stages them through its bounce buffer. */
 static void cufile(void) {
-    const char *path = getenv("DSPRELOAD_DEMO_CUFILE");
-    const char *names[] = {path, "libcufile.so.0"};
-    void *h = NULL;
-    const char *which = NULL;
-    for (size_t i = 0; i < 2 && !h; i++)
-        if (names[i]) h = dlopen(which = names[i], RTLD_NOW | RTLD_GLOBAL);
+    const char *path, *which;
+    void *h = open_library("DSPRELOAD_DEMO_CUFILE", "libcufile.so.0", NULL, &path, &which);
     printf("3. cuFile, %d cuFileRead calls of 64 MiB from a file into pinned memory:\n", ROUNDS);
     if (!h) {
         printf("  no libcufile on this machine: the cuFile layer has nothing to serve here\n");
