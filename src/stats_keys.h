@@ -30,7 +30,8 @@ DSP_STAT(cuda_unregistrations, COUNTER,
          "pooled blocks the shim unregistered before giving them back")
 DSP_STAT(cuda_syncs, COUNTER, "device waits in cudaFreeHost (the real one waits too)")
 DSP_STAT(cufile_direct_host, COUNTER,
-         "cuFileRead/cuFileWrite calls into pinned host memory done by the shim, without cuFile's staging")
+         "cuFileRead/cuFileWrite calls into pinned host memory done by the shim, without cuFile's "
+         "staging")
 DSP_STAT(cufile_direct_bytes, COUNTER, "bytes those calls moved")
 DSP_STAT(cufile_autoregistered, COUNTER,
          "device allocations the shim registered with cuFileBufRegister")
