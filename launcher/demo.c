@@ -9,18 +9,21 @@
 int cmd_demo(int argc, char **argv) {
     (void)argv;
     if (argc > 0) return usage_error("demo: unexpected argument '%s'", argv[0]);
-    char prog[PATH_MAX], self[PATH_MAX], cudart[PATH_MAX];
+    char prog[PATH_MAX], self[PATH_MAX], cudart[PATH_MAX], cufile[PATH_MAX];
     snprintf(prog, sizeof prog, "%s/dspreload-demo", self_dir());
     snprintf(self, sizeof self, "%s/dspreload", self_dir());
     if (access(prog, X_OK) != 0) {
         fprintf(stderr, "dspreload: demo: %s is missing (build or install dspreload)\n", prog);
         return 1;
     }
-    /* In the build tree, the libcudart test double lets the demo show the CUDA
-     * layer on a machine without CUDA. */
+    /* In the build tree, the libcudart and libcufile test doubles let the demo
+     * show the CUDA and cuFile layers on a machine without CUDA. */
     snprintf(cudart, sizeof cudart, "%s/tests/cuda/libcudart.so.13", self_dir());
     if (!getenv("DSPRELOAD_DEMO_CUDART") && access(cudart, R_OK) == 0)
         setenv("DSPRELOAD_DEMO_CUDART", cudart, 1);
+    snprintf(cufile, sizeof cufile, "%s/tests/cufile/libcufile.so.0", self_dir());
+    if (!getenv("DSPRELOAD_DEMO_CUFILE") && access(cufile, R_OK) == 0)
+        setenv("DSPRELOAD_DEMO_CUFILE", cufile, 1);
     execl(self, self, "--stats", "--", prog, (char *)NULL);
     perror("dspreload: demo");
     return 126;

@@ -44,3 +44,11 @@ DSP_OPTION(AIO_BOUNCE, ENUM, "misaligned", "misaligned|unpinned|never|all",
 DSP_OPTION(BOUNCE_POOL, SIZE, "256M", "bytes (256M, 1G)",
            "Most bytes of bounce buffers for libaio, in flight and kept for reuse. I/O that "
            "finds the pool full passes through unchanged.")
+DSP_OPTION(CUFILE, ENUM, "auto", "auto|off",
+           "cuFile (GPUDirect Storage): read and write pinned host buffers directly and "
+           "register device buffers with cuFileBufRegister once (auto), or pass every "
+           "cuFile call through untouched (off).")
+DSP_OPTION(CUFILE_REGISTER_MAX, SIZE, "8G", "bytes (8G, 512M); 0 registers nothing",
+           "Most bytes of device memory the cuFile layer keeps registered on its own; "
+           "past it the least recently used registration is released first. Allocations "
+           "larger than this are never registered by the shim.")

@@ -81,6 +81,11 @@ static void print_summary(void) {
                 "bounced (%s), %llu passed through",
                 G(aio_iocbs), G(aio_direct_pinned), G(aio_direct_unpinned), G(aio_bounced),
                 dsp_fmt_bytes(a, sizeof a, G(aio_bounce_bytes)), G(aio_passthrough));
+    if (G(cufile_direct_host) || G(cufile_autoregistered) || G(cufile_passthrough))
+        dsp_say("stats: cuFile %llu reads/writes into pinned memory done directly (%s), %llu "
+                "device allocations registered, %llu calls passed through",
+                G(cufile_direct_host), dsp_fmt_bytes(a, sizeof a, G(cufile_direct_bytes)),
+                G(cufile_autoregistered), G(cufile_passthrough));
 #undef G
 }
 
@@ -116,6 +121,9 @@ static int active(void) {
                                            DSP_ST_cuda_host_alloc_passthrough,
                                            DSP_ST_cuda_register_external,
                                            DSP_ST_cuda_registrations,
+                                           DSP_ST_cufile_direct_host,
+                                           DSP_ST_cufile_autoregistered,
+                                           DSP_ST_cufile_passthrough,
                                            DSP_ST_blocks_live,
                                            DSP_ST_aio_iocbs};
     for (size_t i = 0; i < sizeof any / sizeof *any; i++)

@@ -29,6 +29,14 @@ DSP_STAT(cuda_registrations, COUNTER, "blocks the shim registered with the drive
 DSP_STAT(cuda_unregistrations, COUNTER,
          "pooled blocks the shim unregistered before giving them back")
 DSP_STAT(cuda_syncs, COUNTER, "device waits in cudaFreeHost (the real one waits too)")
+DSP_STAT(cufile_direct_host, COUNTER,
+         "cuFileRead/cuFileWrite calls into pinned host memory done by the shim, without cuFile's "
+         "staging")
+DSP_STAT(cufile_direct_bytes, COUNTER, "bytes those calls moved")
+DSP_STAT(cufile_autoregistered, COUNTER,
+         "device allocations the shim registered with cuFileBufRegister")
+DSP_STAT(cufile_passthrough, COUNTER,
+         "cuFileRead/cuFileWrite calls handed to the real library with nothing done by the shim")
 DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")
 DSP_STAT(aio_iocbs, COUNTER, "iocbs io_submit accepted")

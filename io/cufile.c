@@ -1,0 +1,677 @@
+/* cuFile (GPUDirect Storage) hooks. docs/io.md explains each decision.
+ *
+ * - cuFileRead/cuFileWrite into host memory the manager holds as pinned (a
+ *   block, or a range registered with cudaHostRegister) are done here with
+ *   pread/pwrite on the handle's file, straight into the caller's buffer:
+ *   cuFile would stage them through its own bounce buffers. An fd opened with
+ *   O_DIRECT keeps it for the aligned middle; a misaligned head or tail goes
+ *   through a buffered descriptor of the same file.
+ * - A device buffer that is not registered gets its whole allocation
+ *   registered with the real cuFileBufRegister once, kept in a cache bounded
+ *   by DSP_CUFILE_REGISTER_MAX (least recently used released first), so the
+ *   real library reads into it without staging.
+ * - Everything else, and everything that fails here, goes to the real library
+ *   with the caller's arguments. Calls libcufile makes to its own exports (it
+ *   calls some through the PLT) pass straight through.
+ *
+ * The shim links no cuFile library: real functions are found at the first call
+ * (src/symbols.c), including in a libcufile loaded RTLD_LOCAL. */
+#include "../src/config.h"
+#include "../src/fmt.h"
+#include "../src/internal.h"
+#include "../src/log.h"
+#include "../src/manager.h"
+#include "../src/registry.h"
+#include "../src/stats.h"
+#include "../src/symbols.h"
+#include "cufile_types.h"
+#include "dio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct {
+    CUfileError_t (*DriverOpen)(void);
+    CUfileError_t (*DriverClose)(void);
+    CUfileError_t (*DriverClose_v2)(void);
+    CUfileError_t (*HandleRegister)(CUfileHandle_t *, CUfileDescr_t *);
+    void (*HandleDeregister)(CUfileHandle_t);
+    CUfileError_t (*BufRegister)(const void *, size_t, int);
+    CUfileError_t (*BufDeregister)(const void *);
+    ssize_t (*Read)(CUfileHandle_t, void *, size_t, off_t, off_t);
+    ssize_t (*Write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
+} real;
+/* libcuda's, to tell device memory from host memory and find its allocation. */
+static CUresult (*real_attrs)(unsigned, int *, void **, CUdeviceptr);
+
+/* 0: not resolved; 1: serving; 2: pass everything through (DSP_CUFILE=off, or a
+ * forked child). */
+static _Atomic int mode;
+/* Inside a call to the real library: its calls to its own exports land in our
+ * hooks through the PLT and must go straight back (regression:
+ * cufile_reentry_from_driver_close, which deadlocked on `mu`). */
+static DSP_TLS int inside;
+static _Atomic size_t register_max; /* DSP_CUFILE_REGISTER_MAX, set at resolution */
+static int missing_logged, register_logged, reopen_logged, einval_logged, table_logged, app_logged;
+
+/* One lock for the layer's tables. Held across the real registration calls
+ * (rare, and two threads must not register one allocation twice), never
+ * across a real read or write: those hold a use count instead. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
+
+/* Handles the application registered (fixed tables: no allocation here). */
+#define NHANDLES 1024
+struct handle {
+    CUfileHandle_t h; /* NULL: free slot */
+    int fd;           /* the application's */
+    int bfd;          /* a buffered descriptor of the same file: -1 none yet, -2 refused */
+    int busy;         /* host I/O of ours in progress */
+    int dying;
+    int align_ok;
+    struct dsp_dio_align align;
+};
+static struct handle handles[NHANDLES];
+
+/* Device allocations the shim registered (or failed to: `failed`, so the
+ * registration is not retried on every call). */
+#define NENTRIES 512
+struct entry {
+    uintptr_t base; /* 0: free slot */
+    size_t len;
+    unsigned long long id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID: a freed and reused range differs */
+    uint64_t used;         /* LRU clock */
+    int inflight;          /* real reads and writes using the registration now */
+    int dying, failed;
+};
+static struct entry entries[NENTRIES];
+static size_t registered_bytes;
+static uint64_t lru_clock;
+
+/* Ranges the application registered itself (exact bases, as cuFile wants). */
+#define NAPP 1024
+static struct {
+    uintptr_t base;
+    size_t len;
+} app[NAPP];
+static int napp, app_overflow;
+
+static void fork_prepare(void) {
+    pthread_mutex_lock(&mu);
+}
+static void fork_parent(void) {
+    pthread_mutex_unlock(&mu);
+}
+static void fork_child(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
+    mu = fresh;
+    idle = fresh_cond;
+    /* CUDA and cuFile do not survive fork: the child passes every call
+     * through, and closes the descriptors the shim opened. */
+    for (int i = 0; i < NHANDLES; i++)
+        if (handles[i].h && handles[i].bfd >= 0) close(handles[i].bfd);
+    for (int i = 0; i < NHANDLES; i++) handles[i] = (struct handle){0};
+    for (int i = 0; i < NENTRIES; i++) entries[i] = (struct entry){0};
+    registered_bytes = 0;
+    napp = 0;
+    if (atomic_load(&mode) == 1) atomic_store(&mode, 2);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void) {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+#define RESOLVE(field, name)                                                                       \
+    __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcufile.so"),      \
+                     __ATOMIC_RELAXED)
+
+static void resolve_attrs(void) {
+    if (!__atomic_load_n(&real_attrs, __ATOMIC_ACQUIRE))
+        __atomic_store_n(
+            &real_attrs,
+            (__typeof__(real_attrs))dsp_sym_next("cuPointerGetAttributes", "libcuda.so"),
+            __ATOMIC_RELEASE);
+}
+
+static int resolve_slow(void) {
+    pthread_once(&atfork_once, register_atfork);
+    RESOLVE(DriverOpen, "cuFileDriverOpen");
+    RESOLVE(DriverClose, "cuFileDriverClose");
+    RESOLVE(DriverClose_v2, "cuFileDriverClose_v2");
+    RESOLVE(HandleRegister, "cuFileHandleRegister");
+    RESOLVE(HandleDeregister, "cuFileHandleDeregister");
+    RESOLVE(BufRegister, "cuFileBufRegister");
+    RESOLVE(BufDeregister, "cuFileBufDeregister");
+    RESOLVE(Read, "cuFileRead");
+    RESOLVE(Write, "cuFileWrite");
+    resolve_attrs();
+    if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
+    if (!real.Read || !real.Write || !real.BufRegister || !real.BufDeregister ||
+        !real.HandleRegister || !real.HandleDeregister)
+        return 0; /* no libcufile loaded yet: not settled, retry at the next call */
+    atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
+                          memory_order_relaxed);
+    int m = dsp_opt(DSP_OPT_CUFILE) == 1 ? 2 : 1;
+    int expected = 0;
+    atomic_compare_exchange_strong(&mode, &expected, m);
+    return atomic_load(&mode);
+}
+
+/* Every hook starts here: 1 to do the layer's work, 0 to pass the call
+ * through (re-entered from the real library, DSP_CUFILE=off, forked child). */
+static inline int serving(void) {
+    if (inside) return 0;
+    int m = atomic_load_explicit(&mode, memory_order_acquire);
+    return DSP_LIKELY(m == 1) || (m == 0 && resolve_slow() == 1);
+}
+
+/* A process with no libcufile loaded that calls a hook (a probe through
+ * dlsym(RTLD_DEFAULT)) is told the driver is not there. */
+static int missing(const char *name) {
+    dsp_log_once(&missing_logged, DSP_LOG_ERROR,
+                 "%s called but no libcufile with it is loaded; returning "
+                 "CU_FILE_DRIVER_NOT_INITIALIZED",
+                 name);
+    return 0;
+}
+#define HAVE(field, name) (real.field || missing(name))
+#define NOT_INIT          ((CUfileError_t){CU_FILE_DRIVER_NOT_INITIALIZED, 0})
+#define CALL(field, ...)                                                                           \
+    ({                                                                                             \
+        inside++;                                                                                  \
+        __typeof__(real.field(__VA_ARGS__)) r_ = real.field(__VA_ARGS__);                          \
+        inside--;                                                                                  \
+        r_;                                                                                        \
+    })
+
+/* ---- handles ---- */
+
+static struct handle *handle_find(CUfileHandle_t h) {
+    for (int i = 0; i < NHANDLES; i++)
+        if (handles[i].h == h && h) return &handles[i];
+    return NULL;
+}
+
+/* Under mu: waits until no host I/O of ours uses the handle, then forgets it
+ * and closes the descriptor the shim opened. */
+static void handle_drop(struct handle *hd) {
+    hd->dying = 1;
+    while (hd->busy) pthread_cond_wait(&idle, &mu);
+    if (hd->bfd >= 0) close(hd->bfd);
+    *hd = (struct handle){0};
+    pthread_cond_broadcast(&idle);
+}
+
+/* ---- device registrations ---- */
+
+static int overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen) {
+    return a < b + blen && b < a + alen;
+}
+
+static int app_overlap(uintptr_t base, size_t len) {
+    for (int i = 0; i < napp; i++)
+        if (overlaps(app[i].base, app[i].len, base, len)) return 1;
+    return 0;
+}
+
+/* Under mu: waits until no call uses the registration, then releases it. */
+static void entry_drop(struct entry *e) {
+    e->dying = 1;
+    while (e->inflight) pthread_cond_wait(&idle, &mu);
+    if (!e->failed) {
+        CUfileError_t rc = CALL(BufDeregister, (const void *)e->base);
+        if (rc.err != CU_FILE_SUCCESS)
+            dsp_debug("cuFileBufDeregister of a registration of the shim's: error %d", rc.err);
+        registered_bytes -= e->len;
+    }
+    *e = (struct entry){0};
+    pthread_cond_broadcast(&idle); /* for those waiting on a dying entry */
+}
+
+/* Under mu: the least recently used idle registration, or NULL. */
+static struct entry *lru_victim(void) {
+    struct entry *v = NULL;
+    for (int i = 0; i < NENTRIES; i++) {
+        struct entry *e = &entries[i];
+        if (e->base && !e->dying && !e->inflight && (!v || e->used < v->used)) v = e;
+    }
+    return v;
+}
+
+struct devbuf {
+    uintptr_t start;
+    size_t len;
+    unsigned long long id;
+};
+
+/* The device allocation holding [p, p+size), asked the way cuFile itself asks
+ * (the driver's pointer attributes): 1 and *d filled, else 0. */
+static int device_buffer(uintptr_t p, size_t size, struct devbuf *d) {
+    CUresult (*fn)(unsigned, int *, void **, CUdeviceptr) =
+        __atomic_load_n(&real_attrs, __ATOMIC_ACQUIRE);
+    if (!fn) return 0;
+    int at[5] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                 CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    unsigned type = 0;
+    CUdeviceptr start = 0;
+    size_t len = 0;
+    unsigned long long id = 0;
+    uint64_t managed = 0; /* a bool in the driver: any width reads right when zeroed */
+    void *data[5] = {&type, &start, &len, &id, &managed};
+    if (fn(5, at, data, (CUdeviceptr)p) != CUDA_SUCCESS) return 0;
+    if (type != CU_MEMORYTYPE_DEVICE || managed || !len || p < start || p - start > len ||
+        size > len - (p - start))
+        return 0;
+    *d = (struct devbuf){(uintptr_t)start, len, id};
+    return 1;
+}
+
+/* The registration to use for a call into [p, p+size): one of ours covering
+ * its whole allocation (registered now if need be), its use count taken; or
+ * NULL to pass the call through unchanged. */
+static struct entry *device_acquire(uintptr_t p, size_t size) {
+    struct devbuf d;
+    size_t max = atomic_load_explicit(&register_max, memory_order_relaxed);
+    if (!max || !device_buffer(p, size, &d) || d.len > max) return NULL;
+    pthread_mutex_lock(&mu);
+    struct entry *got = NULL;
+again:
+    if (app_overflow || app_overlap(d.start, d.len)) goto out; /* the application's own */
+    for (int i = 0; i < NENTRIES; i++) {
+        struct entry *e = &entries[i];
+        if (!e->base || !overlaps(e->base, e->len ? e->len : 1, d.start, d.len)) continue;
+        if (e->dying) { /* being released by another thread: wait, then look again */
+            pthread_cond_wait(&idle, &mu);
+            goto again;
+        }
+        if (e->base == d.start && e->id == d.id && (e->len == d.len || e->failed)) {
+            if (e->failed) goto out;
+            got = e;
+            goto use;
+        }
+        /* The range was freed and allocated again (a new buffer id), or
+         * belongs to another allocation now: that registration is stale. */
+        entry_drop(e);
+        goto again;
+    }
+    /* Room: the least recently used idle registrations go first. */
+    struct entry *slot = NULL;
+    while (registered_bytes + d.len > max) {
+        struct entry *v = lru_victim();
+        if (!v) goto out; /* everything is in use: this call passes through */
+        entry_drop(v);
+    }
+    for (int i = 0; i < NENTRIES && !slot; i++)
+        if (!entries[i].base) slot = &entries[i];
+    if (!slot) {
+        struct entry *v = lru_victim();
+        if (!v) goto out;
+        entry_drop(v);
+        slot = v;
+    }
+    CUfileError_t rc = CALL(BufRegister, (const void *)d.start, d.len, 0);
+    *slot = (struct entry){d.start, d.len, d.id, ++lru_clock, 0, 0, rc.err != CU_FILE_SUCCESS};
+    if (rc.err != CU_FILE_SUCCESS) {
+        slot->len = 0;
+        dsp_log_once(&register_logged, DSP_LOG_WARN,
+                     "cuFileBufRegister of a device allocation of %zu bytes failed (error %d, "
+                     "CUDA %d); calls into it go to cuFile unchanged",
+                     d.len, rc.err, rc.cu_err);
+        goto out;
+    }
+    registered_bytes += d.len;
+    dsp_stat_add(DSP_ST_cufile_autoregistered, 1);
+    got = slot;
+use:
+    got->used = ++lru_clock;
+    got->inflight++;
+out:
+    pthread_mutex_unlock(&mu);
+    return got;
+}
+
+static void release(int *count) {
+    pthread_mutex_lock(&mu);
+    if (--*count == 0) pthread_cond_broadcast(&idle);
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- host memory: the I/O done here ---- */
+
+/* Moves up to n bytes; stops early at end of file. Returns the bytes moved,
+ * *err set to the errno of a failure (0 if none). */
+static size_t xfer(int fd, int wr, char *p, size_t n, off_t off, int *err) {
+    size_t done = 0;
+    *err = 0;
+    while (done < n) {
+        size_t chunk = n - done > 0x7ffff000u ? 0x7ffff000u : n - done;
+        ssize_t r = wr ? pwrite(fd, p + done, chunk, off + (off_t)done)
+                       : pread(fd, p + done, chunk, off + (off_t)done);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            *err = errno;
+            break;
+        }
+        if (r == 0) break; /* end of file */
+        done += (size_t)r;
+    }
+    return done;
+}
+
+/* A descriptor of hd's file without O_DIRECT, for misaligned pieces: opened
+ * once per handle from /proc/self/fd, with the same access mode and sync
+ * flags. -1 when that is refused. */
+static int buffered_fd(struct handle *hd, int fl) {
+    pthread_mutex_lock(&mu);
+    int bfd = hd->bfd;
+    pthread_mutex_unlock(&mu);
+    if (bfd >= 0) return bfd;
+    if (bfd == -2) return -1;
+    char path[64];
+    dsp_fmt(path, sizeof path, "/proc/self/fd/%d", hd->fd);
+    int saved = errno;
+    int nfd = open(path, (fl & (O_ACCMODE | O_SYNC | O_DSYNC)) | O_CLOEXEC);
+    if (nfd < 0)
+        dsp_log_once(&reopen_logged, DSP_LOG_WARN,
+                     "cannot reopen fd %d without O_DIRECT (errno %d); misaligned cuFile I/O "
+                     "into pinned memory goes to cuFile",
+                     hd->fd, errno);
+    errno = saved;
+    pthread_mutex_lock(&mu);
+    if (hd->bfd >= 0) { /* another thread was faster */
+        if (nfd >= 0) close(nfd);
+    } else {
+        hd->bfd = nfd >= 0 ? nfd : -2;
+    }
+    bfd = hd->bfd;
+    pthread_mutex_unlock(&mu);
+    return bfd >= 0 ? bfd : -1;
+}
+
+/* Reads or writes [p, p+size) at off on hd's file. Returns what cuFileRead or
+ * cuFileWrite would (bytes; -1 with errno), or -2 when nothing was done and the
+ * call must go to the real library. */
+static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t off) {
+    int saved = errno;
+    int fl = fcntl(hd->fd, F_GETFL);
+    errno = saved;
+    /* Anything cuFile answers with an error, or handles its own way, is its
+     * to answer: a closed fd, the wrong access mode, O_APPEND. */
+    if (fl < 0 || (fl & O_APPEND) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY)) return -2;
+    if ((uint64_t)off + size > (uint64_t)INT64_MAX) return -2;
+    size_t head = 0, mid = 0;
+    int dfd = -1, bfd = hd->fd;
+    struct dsp_dio_align a = {0, 0, 0};
+    if (fl & O_DIRECT) {
+        /* A file's alignment does not change: asked once per handle. */
+        pthread_mutex_lock(&mu);
+        int known = hd->align_ok;
+        a = hd->align;
+        pthread_mutex_unlock(&mu);
+        if (!known) {
+            if (dsp_dio_align(hd->fd, &a) != 0) return -2;
+            pthread_mutex_lock(&mu);
+            hd->align = a;
+            hd->align_ok = 1;
+            pthread_mutex_unlock(&mu);
+        }
+        size_t A = a.mem > a.off ? a.mem : a.off;
+        /* Direct only where buffer and file offset can both be aligned. */
+        /* A direct read past end of file zero-fills the buffer beyond what
+         * it returns (FIELD-NOTES 5): the direct part stops at the last
+         * aligned offset before end of file, the rest is read buffered
+         * (regression: cufile_direct_eof_keeps_bytes). */
+        struct stat st;
+        uint64_t end = (uint64_t)off + size;
+        if (!wr) {
+            if (fstat(hd->fd, &st) != 0) return -2;
+            if ((uint64_t)st.st_size < end) end = (uint64_t)st.st_size;
+        }
+        if ((((uintptr_t)p - (uintptr_t)off) & (A - 1)) == 0 && end > (uint64_t)off) {
+            head = (A - ((uint64_t)off & (A - 1))) & (A - 1);
+            if (head > size) head = size;
+            if (end - (uint64_t)off > head) mid = (end - (uint64_t)off - head) & ~(uint64_t)(A - 1);
+            dfd = hd->fd;
+        }
+        if (mid != size) {
+            bfd = buffered_fd(hd, fl);
+            if (bfd < 0) return -2;
+        }
+    }
+    struct {
+        int fd;
+        size_t len;
+    } seg[3] = {{bfd, head}, {dfd, mid}, {bfd, size - head - mid}};
+    if (dfd < 0) seg[0].len = size, seg[1].len = seg[2].len = 0;
+    size_t total = 0;
+    int err = 0;
+    for (int i = 0; i < 3 && !err; i++) {
+        if (!seg[i].len) continue;
+        size_t got = xfer(seg[i].fd, wr, p + total, seg[i].len, off + (off_t)total, &err);
+        if (err == EINVAL && i == 1 && got == 0) {
+            /* The file refused our alignment after all: the piece goes
+             * buffered, no byte lost. */
+            dsp_log_once(&einval_logged, DSP_LOG_WARN,
+                         "O_DIRECT I/O refused with EINVAL at the alignment the file reports "
+                         "(%u/%u); doing it buffered",
+                         a.mem, a.off);
+            int b = buffered_fd(hd, fl);
+            if (b < 0) {
+                if (total == 0) return -2;
+                break;
+            }
+            got = xfer(b, wr, p + total, seg[i].len, off + (off_t)total, &err);
+        }
+        total += got;
+        if (!err && got < seg[i].len) break; /* end of file: short, as cuFile reports it */
+    }
+    if (err && total == 0) {
+        errno = err;
+        return -1;
+    }
+    errno = saved;
+    return (ssize_t)total;
+}
+
+/* cuFileRead and cuFileWrite. */
+static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file_off,
+                  off_t buf_off) {
+    if (!serving()) goto pass;
+    if (!base || !size || file_off < 0 || buf_off < 0 || size > (size_t)SSIZE_MAX ||
+        (uintptr_t)base + (uintptr_t)buf_off < (uintptr_t)base ||
+        (uintptr_t)base + (uintptr_t)buf_off + size < (uintptr_t)base + (uintptr_t)buf_off)
+        goto pass; /* cuFile's own answer */
+    uintptr_t p = (uintptr_t)base + (uintptr_t)buf_off;
+    if (dsp_reg_contains(p, size)) {
+        pthread_mutex_lock(&mu);
+        struct handle *hd = handle_find(fh);
+        int mine = hd && !hd->dying && !app_overflow && !app_overlap((uintptr_t)base, 1) &&
+                   !app_overlap(p, size);
+        if (mine) hd->busy++;
+        pthread_mutex_unlock(&mu);
+        if (!mine) goto pass;
+        ssize_t r = host_io(hd, wr, (char *)p, size, file_off);
+        int saved = errno;
+        release(&hd->busy);
+        errno = saved;
+        if (r != -2) {
+            dsp_stat_add(DSP_ST_cufile_direct_host, 1);
+            if (r > 0) dsp_stat_add(DSP_ST_cufile_direct_bytes, (uint64_t)r);
+            return r;
+        }
+        dsp_stat_add(DSP_ST_fallbacks, 1);
+        goto pass;
+    }
+    struct entry *e = device_acquire(p, size);
+    if (e) {
+        /* cuFile finds a registration by its exact base: the call names the
+         * allocation's start, with the same destination bytes. */
+        off_t rebased = (off_t)(p - e->base);
+        ssize_t r = wr ? CALL(Write, fh, (const void *)e->base, size, file_off, rebased)
+                       : CALL(Read, fh, (void *)e->base, size, file_off, rebased);
+        int saved = errno;
+        release(&e->inflight);
+        errno = saved;
+        return r;
+    }
+pass:
+    if (!inside && atomic_load_explicit(&mode, memory_order_relaxed) == 1)
+        dsp_stat_add(DSP_ST_cufile_passthrough, 1);
+    if (!(wr ? HAVE(Write, "cuFileWrite") : HAVE(Read, "cuFileRead")))
+        return -CU_FILE_DRIVER_NOT_INITIALIZED;
+    return wr ? CALL(Write, fh, base, size, file_off, buf_off)
+              : CALL(Read, fh, base, size, file_off, buf_off);
+}
+
+DSP_API ssize_t cuFileRead(CUfileHandle_t fh, void *base, size_t size, off_t file_off,
+                           off_t buf_off) {
+    return io(fh, 0, base, size, file_off, buf_off);
+}
+
+DSP_API ssize_t cuFileWrite(CUfileHandle_t fh, const void *base, size_t size, off_t file_off,
+                            off_t buf_off) {
+    return io(fh, 1, (void *)base, size, file_off, buf_off);
+}
+
+/* ---- the rest of the API: bookkeeping around the real calls ---- */
+
+DSP_API CUfileError_t cuFileDriverOpen(void) {
+    if (serving()) resolve_attrs(); /* libcuda may have been loaded since */
+    if (!HAVE(DriverOpen, "cuFileDriverOpen")) return NOT_INIT;
+    return CALL(DriverOpen);
+}
+
+/* Closing the driver ends every registration and handle: the shim releases its
+ * own registrations first (the library may deregister what it still knows
+ * through its own exports, which come back here while `mu` is held: hence the
+ * re-entry guard), and forgets the application's. */
+static CUfileError_t driver_close(int v2) {
+    int on = serving();
+    if (!(v2 ? HAVE(DriverClose_v2, "cuFileDriverClose_v2")
+             : HAVE(DriverClose, "cuFileDriverClose")))
+        return NOT_INIT;
+    if (!on) return v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < NENTRIES; i++)
+        if (entries[i].base && !entries[i].dying) entry_drop(&entries[i]);
+    CUfileError_t rc = v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
+    if (rc.err == CU_FILE_SUCCESS) {
+        for (int i = 0; i < NHANDLES; i++)
+            if (handles[i].h && !handles[i].dying) handle_drop(&handles[i]);
+        napp = 0;
+        app_overflow = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+DSP_API CUfileError_t cuFileDriverClose(void) {
+    return driver_close(0);
+}
+
+DSP_API CUfileError_t cuFileDriverClose_v2(void) {
+    return driver_close(1);
+}
+
+DSP_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr) {
+    int on = serving();
+    if (on) resolve_attrs();
+    if (!HAVE(HandleRegister, "cuFileHandleRegister")) return NOT_INIT;
+    CUfileError_t rc = CALL(HandleRegister, fh, descr);
+    if (!on || rc.err != CU_FILE_SUCCESS || !fh || !*fh || !descr ||
+        descr->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
+        return rc;
+    pthread_mutex_lock(&mu);
+    struct handle *hd = handle_find(*fh); /* a stale record of a reused handle */
+    if (hd && !hd->dying) handle_drop(hd);
+    hd = NULL;
+    for (int i = 0; i < NHANDLES && !hd; i++)
+        if (!handles[i].h) hd = &handles[i];
+    if (hd)
+        *hd = (struct handle){.h = *fh, .fd = descr->handle.fd, .bfd = -1};
+    else
+        dsp_log_once(&table_logged, DSP_LOG_WARN,
+                     "more than %d cuFile handles: I/O on the others goes to cuFile unchanged",
+                     NHANDLES);
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
+    if (serving()) {
+        pthread_mutex_lock(&mu);
+        struct handle *hd = handle_find(fh);
+        if (hd && !hd->dying) handle_drop(hd);
+        pthread_mutex_unlock(&mu);
+    }
+    if (!HAVE(HandleDeregister, "cuFileHandleDeregister")) return;
+    inside++;
+    real.HandleDeregister(fh);
+    inside--;
+}
+
+/* The application registers a buffer: any registration of the shim's that
+ * overlaps it is released first, so the application gets exactly the answer it
+ * would get without the shim, and owns the registration from then on. */
+DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags) {
+    if (!HAVE(BufRegister, "cuFileBufRegister")) return NOT_INIT;
+    if (!serving() || !base || !len) return CALL(BufRegister, base, len, flags);
+    pthread_mutex_lock(&mu);
+again:
+    for (int i = 0; i < NENTRIES; i++) {
+        struct entry *e = &entries[i];
+        if (!e->base || !overlaps(e->base, e->len ? e->len : 1, (uintptr_t)base, len)) continue;
+        if (e->dying) {
+            pthread_cond_wait(&idle, &mu);
+            goto again;
+        }
+        entry_drop(e);
+    }
+    CUfileError_t rc = CALL(BufRegister, base, len, flags);
+    if (rc.err == CU_FILE_SUCCESS) {
+        if (napp < NAPP) {
+            app[napp].base = (uintptr_t)base;
+            app[napp].len = len;
+            napp++;
+        } else {
+            app_overflow = 1; /* unknown registrations: register nothing more */
+            dsp_log_once(&app_logged, DSP_LOG_WARN,
+                         "more than %d buffers registered by the application: the shim "
+                         "registers no more device memory of its own",
+                         NAPP);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+/* Deregistering: the application's own registrations go to the library; a base
+ * only the shim registered gets the answer the application would get without
+ * the shim (not registered), and the shim's registration stays. */
+DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
+    if (!HAVE(BufDeregister, "cuFileBufDeregister")) return NOT_INIT;
+    if (!serving() || !base) return CALL(BufDeregister, base);
+    pthread_mutex_lock(&mu);
+    int a = -1;
+    for (int i = 0; i < napp && a < 0; i++)
+        if (app[i].base == (uintptr_t)base) a = i;
+    if (a < 0) {
+        for (int i = 0; i < NENTRIES; i++)
+            if (entries[i].base == (uintptr_t)base && !entries[i].failed && !entries[i].dying) {
+                pthread_mutex_unlock(&mu);
+                return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
+            }
+    }
+    CUfileError_t rc = CALL(BufDeregister, base);
+    if (rc.err == CU_FILE_SUCCESS && a >= 0) app[a] = app[--napp];
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
