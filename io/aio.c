@@ -40,6 +40,9 @@
 #define MAX_SEGS  32   /* iovecs a bounced vectored request may have */
 #define MAX_STATE 4096 /* bounced requests in flight */
 #define FD_CACHE  8    /* distinct fds queried per io_submit */
+/* The most one read or write moves (the kernel's MAX_RW_COUNT): larger or
+ * wrapping lengths are the kernel's to refuse or truncate, never bounced. */
+#define MAX_RW ((uint64_t)0x7ffff000)
 
 typedef void *io_context_t; /* libaio's: a pointer that holds the kernel's aio_context_t */
 
@@ -53,6 +56,7 @@ struct bstate {
     io_context_t ctx;
     _Atomic uint64_t status; /* generation << 1 | in flight */
     uint64_t destroy_token;  /* set by io_destroy while it waits */
+    uint64_t destroy_status; /* the status word io_destroy saw: which request it waits for */
     char *buf;
     size_t cap;
     size_t head;  /* the caller's first byte within buf (widened reads) */
@@ -218,6 +222,14 @@ static int state_claim(struct bstate *s) {
     return 0;
 }
 
+/* As state_claim, but only while the state is still the request whose status
+ * word was v (a state reused since has a newer generation). */
+static int state_claim_exact(struct bstate *s, uint64_t v) {
+    return (v & 1) &&
+           atomic_compare_exchange_strong_explicit(&s->status, &v, v & ~(uint64_t)1,
+                                                   memory_order_acq_rel, memory_order_acquire);
+}
+
 static void state_put(struct bstate *s) {
     if (s->buf) dsp_bounce_put(s->buf, s->cap);
     s->buf = NULL;
@@ -290,28 +302,34 @@ struct segs {
     int pinned;
     uint64_t bits; /* every base and length ORed: their common alignment */
     uint64_t total;
+    int huge; /* a length over MAX_RW, or a sum that is: never bounced */
 };
 static int scan_segs(const struct plan *p, struct segs *g) {
     g->pinned = 1;
     g->bits = g->total = 0;
+    g->huge = 0;
     if (!is_vec(p->op)) {
         g->seg[0] = (struct iovec){(void *)(uintptr_t)p->buf, p->nbytes};
         g->n = 1;
         g->bits = p->buf | p->nbytes;
         g->total = p->nbytes;
-        g->pinned = dsp_reg_contains(p->buf, p->nbytes);
+        g->huge = p->nbytes > MAX_RW;
+        g->pinned = !g->huge && dsp_reg_contains(p->buf, p->nbytes);
         return 0;
     }
     g->n = (int)p->nbytes;
     const struct iovec *v = (const struct iovec *)(uintptr_t)p->buf;
+    if (!dsp_guard_plausible((uintptr_t)v, sizeof *v * (size_t)g->n)) return -EFAULT;
     int failed;
     DSP_GUARD_BEGIN(failed)
     for (int i = 0; i < g->n; i++) {
         struct iovec one = v[i];
         if (i < MAX_SEGS) g->seg[i] = one;
         g->bits |= (uintptr_t)one.iov_base | one.iov_len;
-        g->total += one.iov_len;
-        if (g->pinned) g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
+        /* Each length is at most MAX_RW here, so the sum cannot wrap. */
+        if (one.iov_len > MAX_RW || (g->total += one.iov_len) > MAX_RW) g->huge = 1;
+        if (g->pinned && !g->huge)
+            g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     }
     DSP_GUARD_END();
@@ -333,8 +351,13 @@ static int bounce_prepare(struct bstate *s, const struct plan *p, const struct i
         start = (uint64_t)p->off & ~(uint64_t)(a->off - 1);
         s->head = (size_t)((uint64_t)p->off - start);
         len = dsp_align_up(s->head + total, unit);
+        /* A buffer that is not there at all passes through, so the kernel
+         * gives its own error (a read of misaligned memory: -EINVAL); one
+         * that goes bad later gets -EFAULT at completion. */
         for (int i = 0; i < nseg; i++)
-            if (dsp_guard_probe(seg[i].iov_base, seg[i].iov_len) != 0) return -1;
+            if (!dsp_guard_plausible((uintptr_t)seg[i].iov_base, seg[i].iov_len) ||
+                dsp_guard_probe_ends(seg[i].iov_base, seg[i].iov_len) != 0)
+                return -1;
         memcpy(s->seg, seg, sizeof *seg * nseg);
         s->nseg = nseg;
     } else {
@@ -346,7 +369,10 @@ static int bounce_prepare(struct bstate *s, const struct plan *p, const struct i
     if (!s->is_read) {
         size_t at = 0;
         for (int i = 0; i < nseg; i++) {
-            if (dsp_guard_copy(s->buf + at, seg[i].iov_base, seg[i].iov_len) != 0) return -1;
+            if (seg[i].iov_len > s->cap - at ||
+                !dsp_guard_plausible((uintptr_t)seg[i].iov_base, seg[i].iov_len) ||
+                dsp_guard_copy(s->buf + at, seg[i].iov_base, seg[i].iov_len) != 0)
+                return -1;
             at += seg[i].iov_len;
         }
     }
@@ -389,7 +415,7 @@ static int classify_data(io_context_t ctx, struct plan *p, struct fdinfo *cache,
     if (scan_segs(p, &g) != 0) return -EFAULT;
     p->cls = g.pinned ? C_DIRECT_PINNED : C_DIRECT_UNPINNED;
     struct dsp_dio_align a;
-    if (!wants_bounce(p, &g, cache, ncache, &a)) return 0;
+    if (g.huge || !wants_bounce(p, &g, cache, ncache, &a)) return 0;
     p->cls = C_PASS; /* unless the bounce works out */
     struct bstate *s = NULL;
     if (g.n > MAX_SEGS) {
@@ -418,7 +444,9 @@ static long classify(io_context_t ctx, struct iocb **ios, long n, struct plan *p
     int failed;
     DSP_GUARD_BEGIN(failed)
     for (long i = 0; i < n; i++) {
+        if (!dsp_guard_plausible((uintptr_t)(ios + i), sizeof *ios)) break;
         struct iocb *cb = ios[i];
+        if (!dsp_guard_plausible((uintptr_t)cb, sizeof *cb)) break;
         p[i].user = cb;
         p[i].op = cb->aio_lio_opcode;
         p[i].fd = cb->aio_fildes;
@@ -472,9 +500,7 @@ static void unprepare(struct plan *p, long from, long to) {
         }
 }
 
-DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
-    ensure_ready();
-    if (nr <= 0 || !active) return real.submit(ctx, nr, ios);
+static int submit(io_context_t ctx, long nr, struct iocb **ios) {
     struct plan p[CHUNK];
     struct iocb *local[CHUNK];
     long done = 0;
@@ -506,6 +532,16 @@ DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
     return (int)done;
 }
 
+DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
+    ensure_ready();
+    if (nr <= 0 || !active) return real.submit(ctx, nr, ios);
+    /* libaio leaves errno alone; a refused bounce buffer or fd query must too. */
+    int e = errno;
+    int r = submit(ctx, nr, ios);
+    errno = e;
+    return r;
+}
+
 /* --- completion ----------------------------------------------------------- */
 
 /* The caller's view of a bounced completion: its iocb, its data, its bytes. */
@@ -518,7 +554,8 @@ static void complete(struct bstate *s, struct io_event *ev) {
         uint64_t left = got;
         for (int i = 0; i < s->nseg && left; i++) {
             size_t n = s->seg[i].iov_len < left ? s->seg[i].iov_len : left;
-            if (dsp_guard_copy(s->seg[i].iov_base, from, n) != 0) {
+            if (!dsp_guard_plausible((uintptr_t)s->seg[i].iov_base, n) ||
+                dsp_guard_copy(s->seg[i].iov_base, from, n) != 0) {
                 got = (uint64_t)-EFAULT;
                 break;
             }
@@ -536,12 +573,14 @@ static void complete(struct bstate *s, struct io_event *ev) {
 
 static void finish(struct io_event *ev, long n) {
     if (n <= 0 || atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return;
+    int e = errno;
     for (long i = 0; i < n; i++) {
         struct bstate *s = state_of(ev[i].obj);
         if (!s || !state_claim(s)) continue;
         complete(s, &ev[i]);
         state_put(s);
     }
+    errno = e;
 }
 
 DSP_API int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
@@ -560,31 +599,38 @@ DSP_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_even
     return r;
 }
 
-/* The bounced state of the caller's iocb on ctx, or NULL. Cancel is rare: a
- * scan of the states in use. */
-static struct bstate *find_user(io_context_t ctx, struct iocb *cb) {
-    struct bstate *found = NULL;
-    pthread_mutex_lock(&tab_mu);
-    for (uint32_t i = 0; i < high_water && !found; i++)
-        if ((atomic_load_explicit(&tab[i].status, memory_order_acquire) & 1) && tab[i].user == cb &&
-            tab[i].ctx == ctx)
-            found = &tab[i];
-    pthread_mutex_unlock(&tab_mu);
-    return found;
+/* The bounced state of the caller's iocb on ctx, or NULL; called with tab_mu
+ * held. Cancel is rare: a scan of the states in use. */
+static struct bstate *find_user(io_context_t ctx, struct iocb *cb, uint64_t *status) {
+    for (uint32_t i = 0; i < high_water; i++) {
+        uint64_t v = atomic_load_explicit(&tab[i].status, memory_order_acquire);
+        if ((v & 1) && tab[i].user == cb && tab[i].ctx == ctx) {
+            *status = v;
+            return &tab[i];
+        }
+    }
+    return NULL;
 }
 
 DSP_API int io_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
     ensure_ready();
-    struct bstate *s;
-    if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0 || !(s = find_user(ctx, cb)))
-        return real.cancel(ctx, cb, ev);
-    int r = real.cancel(ctx, &s->kiocb, ev);
+    if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return real.cancel(ctx, cb, ev);
+    /* tab_mu is held across the real call: no state is put back (so none is
+     * reused for another request) while the kernel looks for ours. */
+    int e = errno;
+    pthread_mutex_lock(&tab_mu);
+    uint64_t v;
+    struct bstate *s = find_user(ctx, cb, &v);
+    int r = real.cancel(ctx, s ? &s->kiocb : cb, ev);
     /* Kernels before 4.19 reported the cancelled request in *ev; later ones
      * answer -EINPROGRESS and deliver it through io_getevents. */
-    if (r == 0 && state_claim(s)) {
+    int mine = r == 0 && s && state_claim_exact(s, v);
+    pthread_mutex_unlock(&tab_mu);
+    if (mine) {
         complete(s, ev);
         state_put(s);
     }
+    errno = e;
     return r;
 }
 
@@ -595,16 +641,28 @@ DSP_API int io_destroy(io_context_t ctx) {
      * another io_setup the moment it returns. */
     pthread_mutex_lock(&tab_mu);
     uint64_t token = ++destroy_tokens;
-    for (uint32_t i = 0; i < high_water; i++)
-        if ((atomic_load_explicit(&tab[i].status, memory_order_acquire) & 1) && tab[i].ctx == ctx)
+    for (uint32_t i = 0; i < high_water; i++) {
+        uint64_t v = atomic_load_explicit(&tab[i].status, memory_order_acquire);
+        if ((v & 1) && tab[i].ctx == ctx) {
+            tab[i].destroy_status = v;
             tab[i].destroy_token = token;
+        }
+    }
+    uint32_t seen = high_water;
     pthread_mutex_unlock(&tab_mu);
     int r = real.destroy(ctx); /* waits for the I/O in flight */
     if (r != 0) return r;
-    for (uint32_t i = 0; i < high_water; i++)
-        if (__atomic_load_n(&tab[i].destroy_token, __ATOMIC_RELAXED) == token &&
-            state_claim(&tab[i]))
-            state_put(&tab[i]);
+    /* A state reaped meanwhile and reused by another request has a newer
+     * status word: the exact claim leaves it alone. */
+    int e = errno;
+    for (uint32_t i = 0; i < seen; i++) {
+        pthread_mutex_lock(&tab_mu);
+        int mine =
+            tab[i].destroy_token == token && state_claim_exact(&tab[i], tab[i].destroy_status);
+        pthread_mutex_unlock(&tab_mu);
+        if (mine) state_put(&tab[i]);
+    }
+    errno = e;
     return r;
 }
 

@@ -16,6 +16,10 @@ static int stale;                /* set in a forked child: kept buffers are not 
 static int full_logged, pin_logged;
 
 static unsigned class_of(size_t len, size_t *cap) {
+    if (len > (size_t)1 << (CLASSES - 1)) {
+        *cap = 0;
+        return CLASSES;
+    }
     unsigned k = DSP_BOUNCE_MIN_SHIFT;
     while (((size_t)1 << k) < len) k++;
     *cap = (size_t)1 << k;

@@ -17,13 +17,20 @@ static int install_err;
 /* A fault that is not ours: hand it to whoever handled it before. */
 static void chain(int sig, siginfo_t *info, void *uc) {
     struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction) {
+    int is_fn = (old->sa_flags & SA_SIGINFO)
+                    ? old->sa_sigaction != NULL
+                    : old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN;
+    if (is_fn) {
+        /* As the kernel would have run it: its own mask, and the signal
+         * blocked unless it asked for SA_NODEFER. */
+        sigset_t mask = old->sa_mask, saved;
+        if (!(old->sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+        pthread_sigmask(SIG_BLOCK, &mask, &saved);
+        if (old->sa_flags & SA_SIGINFO)
             old->sa_sigaction(sig, info, uc);
-            return;
-        }
-    } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-        old->sa_handler(sig);
+        else
+            old->sa_handler(sig);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         return;
     }
     /* Default action: restore it. A real fault repeats when the faulting
@@ -71,12 +78,12 @@ int dsp_guard_copy(void *dst, const void *src, size_t n) {
     return failed ? -EFAULT : 0;
 }
 
-int dsp_guard_probe(const void *p, size_t n) {
+int dsp_guard_probe_ends(const void *p, size_t n) {
     if (!n) return 0;
     const volatile char *c = p;
     int failed;
     DSP_GUARD_BEGIN(failed)
-    for (size_t off = 0; off < n; off = (off | (DSP_PAGE - 1)) + 1) (void)c[off];
+    (void)c[0];
     (void)c[n - 1];
     DSP_GUARD_END();
     return failed ? -EFAULT : 0;

@@ -41,10 +41,18 @@ extern DSP_TLS sigjmp_buf *dsp_guard_jmp;
     }                                                                                              \
     while (0)
 
+/* Rules out, without touching it, memory no process can map: the first 64 KiB
+ * (NULL and small integers) and addresses past the user half. The guard cannot
+ * catch faults in a thread that blocks SIGSEGV (the kernel then kills the
+ * process outright); this check catches the common bad pointers even there. */
+static inline int dsp_guard_plausible(uintptr_t p, size_t n) {
+    return p >= 65536 && p + n >= p && p + n <= (uintptr_t)1 << 56;
+}
+
 /* memcpy that answers -EFAULT (with dst partly written) instead of faulting. */
 int dsp_guard_copy(void *dst, const void *src, size_t n);
 
-/* 0 when one byte of every page of [p, p+n) can be read, else -EFAULT. */
-int dsp_guard_probe(const void *p, size_t n);
+/* 0 when the first and the last byte of [p, p+n) can be read, else -EFAULT. */
+int dsp_guard_probe_ends(const void *p, size_t n);
 
 #endif

@@ -41,8 +41,9 @@ DSP_OPTION(AIO_BOUNCE, ENUM, "misaligned", "misaligned|unpinned|never|all",
            "at a misaligned offset or length, widened), unpinned also every buffer the "
            "manager has not pinned, never none (only counted), all every read and write "
            "(for testing the bounce path).")
-DSP_OPTION(BOUNCE_POOL, SIZE, "256M", "bytes (256M, 1G)",
-           "Most bytes of bounce buffers for libaio, in flight and kept for reuse. I/O that "
+DSP_OPTION(BOUNCE_POOL, SIZE, "256M", "bytes (256M, 1G); below 64K no bouncing",
+           "Most bytes of bounce buffers for libaio, in flight and kept for reuse (in "
+           "power-of-two sizes from 64 KiB: a 65 MiB read holds a 128 MiB buffer). I/O that "
            "finds the pool full passes through unchanged.")
 DSP_OPTION(CUFILE, ENUM, "auto", "auto|off",
            "cuFile (GPUDirect Storage): read and write pinned host buffers directly and "

@@ -19,8 +19,8 @@ run() { # policy mode mem_align extra...
     fio --name=v --directory="$d" --size=16M --ioengine=libaio --direct=1 --bs=4k \
       --iodepth=16 --numjobs=2 --verify=crc32c --verify_fatal=1 --do_verify=1 \
       --mem_align="$align" $opt "$@" --output-format=terse 2>&1)
-  rm -f "$d"/v.*
   status=$?
+  rm -f "$d"/v.*
   if [ $status -ne 0 ] || echo "$out" | grep -q "error\|verify:"; then
     echo "FAIL: policy=$policy $mode mem_align=$align $*: fio exit $status"
     echo "$out" | head -20
