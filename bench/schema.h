@@ -121,7 +121,7 @@ static inline void schema_num(FILE *f, double v) {
     if (isnan(v) || isinf(v))
         fputs("null", f);
     else
-        fprintf(f, "%.6g", v);
+        fprintf(f, "%.10g", v);
 }
 
 static inline void schema_array(FILE *f, const double *v, int n) {
