@@ -57,7 +57,7 @@ def machine(d):
     fs = {}
     for p in ("/tmp", "/dev/shm", "/var/tmp"):
         out = sh("findmnt", "-n", "-o", "FSTYPE,SOURCE", "-T", p)
-        fs[p] = out or "?"
+        fs[p] = " ".join(out.splitlines()[0].split()) if out else "?"
     gcc = sh("gcc", "--version").splitlines()
     m = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -93,7 +93,8 @@ def thp_mode(s):
 
 
 def machine_text(m):
-    lines = [f"{k}: {v}" for k, v in m.items() if k != "filesystems"]
+    lines = [f"{k}: {' '.join(v) if isinstance(v, list) else v}" for k, v in m.items()
+             if k != "filesystems"]
     lines += [f"filesystem {p}: {v}" for p, v in m["filesystems"].items()]
     return "\n".join(lines)
 
