@@ -133,6 +133,28 @@ static inline void schema_array(FILE *f, const double *v, int n) {
     fputc(']', f);
 }
 
+/* ', "KEY": ' and the value; a NULL string or a NaN number is null. */
+static inline void schema_kstr(FILE *f, const char *key, const char *s) {
+    fprintf(f, ", \"%s\": ", key);
+    if (s)
+        schema_str(f, s);
+    else
+        fputs("null", f);
+}
+
+static inline void schema_knum(FILE *f, const char *key, double v) {
+    fprintf(f, ", \"%s\": ", key);
+    schema_num(f, v);
+}
+
+static inline void schema_karray(FILE *f, const char *key, const double *v, int n) {
+    fprintf(f, ", \"%s\": ", key);
+    if (n > 0 && isnan(v[0]))
+        fputs("null", f);
+    else
+        schema_array(f, v, n);
+}
+
 /* Writes the file; 0, or -1 (with a message) when it cannot. */
 static inline int schema_write(const char *path, const char *bench, int quick) {
     FILE *f = fopen(path, "w");
@@ -145,43 +167,21 @@ static inline int schema_write(const char *path, const char *bench, int quick) {
     fprintf(f, ", \"quick\": %s,\n \"figures\": [", quick ? "true" : "false");
     for (int i = 0; i < schema_nfigs; i++) {
         const struct schema_fig *g = &schema_figs[i];
+        int base = !isnan(g->base);
+        double spread[2] = {g->lo, g->hi}, base_spread[2] = {g->base_lo, g->base_hi};
         fprintf(f, "%s\n  {\"id\": ", i ? "," : "");
         schema_str(f, g->id);
-        fprintf(f, ", \"what\": ");
-        schema_str(f, g->what);
-        fprintf(f, ", \"unit\": ");
-        schema_str(f, g->unit);
-        fprintf(f, ", \"value\": ");
-        schema_num(f, g->value);
-        fprintf(f, ", \"spread\": [");
-        schema_num(f, g->lo);
-        fputc(',', f);
-        schema_num(f, g->hi);
-        fprintf(f, "], \"repeats\": %d, \"higher_is_better\": %s, \"baseline\": ", g->repeats,
+        schema_kstr(f, "what", g->what);
+        schema_kstr(f, "unit", g->unit);
+        schema_knum(f, "value", g->value);
+        schema_karray(f, "spread", spread, 2);
+        fprintf(f, ", \"repeats\": %d, \"higher_is_better\": %s", g->repeats,
                 g->higher_is_better ? "true" : "false");
-        schema_num(f, g->base);
-        fprintf(f, ", \"baseline_spread\": ");
-        if (isnan(g->base))
-            fputs("null", f);
-        else {
-            fputc('[', f);
-            schema_num(f, g->base_lo);
-            fputc(',', f);
-            schema_num(f, g->base_hi);
-            fputc(']', f);
-        }
-        fprintf(f, ", \"baseline_what\": ");
-        if (isnan(g->base))
-            fputs("null", f);
-        else
-            schema_str(f, g->baseline_what);
-        fprintf(f, ", \"ratio\": ");
-        schema_num(f, schema_ratio(g));
-        fprintf(f, ", \"goal\": ");
-        if (g->goal[0])
-            schema_str(f, g->goal);
-        else
-            fputs("null", f);
+        schema_knum(f, "baseline", g->base);
+        schema_karray(f, "baseline_spread", base_spread, 2);
+        schema_kstr(f, "baseline_what", base ? g->baseline_what : NULL);
+        schema_knum(f, "ratio", schema_ratio(g));
+        schema_kstr(f, "goal", g->goal[0] ? g->goal : NULL);
         fprintf(f, ", \"met\": %s}", g->met < 0 ? "null" : g->met ? "true" : "false");
     }
     fprintf(f, "\n ],\n \"series\": {");
@@ -200,18 +200,12 @@ static inline int schema_write(const char *path, const char *bench, int quick) {
             if (strcmp(s->plot, schema_series[i].plot)) continue;
             fprintf(f, "%s\n   {\"label\": ", nlab++ ? "," : "");
             schema_str(f, s->label);
-            fprintf(f, ", \"x_unit\": ");
-            schema_str(f, s->x_unit);
-            fprintf(f, ", \"y_unit\": ");
-            schema_str(f, s->y_unit);
-            fprintf(f, ",\n    \"x\": ");
-            schema_array(f, s->x, s->n);
-            fprintf(f, ",\n    \"y\": ");
-            schema_array(f, s->y, s->n);
-            fprintf(f, ", \"y_min\": ");
-            schema_array(f, s->lo, s->n);
-            fprintf(f, ", \"y_max\": ");
-            schema_array(f, s->hi, s->n);
+            schema_kstr(f, "x_unit", s->x_unit);
+            schema_kstr(f, "y_unit", s->y_unit);
+            schema_karray(f, "x", s->x, s->n);
+            schema_karray(f, "y", s->y, s->n);
+            schema_karray(f, "y_min", s->lo, s->n);
+            schema_karray(f, "y_max", s->hi, s->n);
             fputc('}', f);
         }
         fprintf(f, "]");
