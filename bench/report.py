@@ -179,7 +179,7 @@ def load_status(d):
 
 def merge(d, plots=True):
     m = json.loads(read(os.path.join(d, "machine.json"), "null")) or machine(d)
-    m["loadavg_end"] = read("/proc/loadavg").split()[:3]
+    m.setdefault("loadavg_end", read("/proc/loadavg").split()[:3])  # once: at the end of the run
     write_json(os.path.join(d, "machine.json"), m)
     with open(os.path.join(d, "machine.txt"), "w") as f:
         f.write(machine_text(m) + "\n")
@@ -333,7 +333,8 @@ def make_plots(d, series):
     pdir = os.path.join(d, "plots")
     os.makedirs(pdir, exist_ok=True)
     limits = {s["label"]: s["y"][0] for s in series.get("limits", []) if s.get("y")}
-    for name, ss in series.items():
+    order = list(PLOTS) + sorted(set(series) - set(PLOTS))
+    for name, ss in sorted(series.items(), key=lambda kv: order.index(kv[0])):
         ss = [s for s in ss if s.get("x") and s.get("y")]
         if name == "limits" or not ss:
             continue
