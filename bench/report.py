@@ -343,6 +343,8 @@ def make_plots(d, series):
         xs = sorted({x for s in ss for x in s["x"]})
         ys = [y for s in ss for y in s["y"] + (s.get("y_min") or []) + (s.get("y_max") or [])
               if y is not None and y > 0]
+        if lim_scale is not None:  # the limit lines are drawn too
+            ys += [v * lim_scale for v in limits.values() if v and v > 0]
         logy = ys and max(ys) / min(ys) > 30
         cmds = [f'set terminal pngcairo size 1000,620 enhanced font "DejaVu Sans,11"',
                 f'set output "{os.path.join(d, name + ".png")}"',

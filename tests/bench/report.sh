@@ -29,8 +29,19 @@ cat >"$d/run/raw/two.json" <<'J'
   "io_throughput": [{"label": "direct via shim", "x": [4096, 1048576], "y": [800, 1300],
    "x_unit": "bytes", "y_unit": "MB/s"}]}}
 J
+# The malloc and cuFile programs' own formats, which the report adapts.
+cat >"$d/run/raw/malloc.json" <<'J'
+{"benchmark": "malloc_bench", "mode": "quick", "rounds": 3,
+ "loop64_ns": {"dspreload": 10.5, "without": 10.0, "unit": "ns"},
+ "startup_ms": {"dspreload": 1.9, "without": 1.2, "unit": "ms"}}
+J
+cat >"$d/run/raw/cufile.json" <<'J'
+{"bench": "cufile_bench", "file_mib": 256, "call_mib": 16, "repetitions": 3, "unit": "GB/s", "rows": [
+  {"name": "pinned host buffer, /dev/shm", "shim": 6.0, "without": 3.0, "ratio": 2.0}]}
+J
 printf 'one\tok\t1\tone --quick\tone\ntwo\tok\t2\ttwo --quick\ttwo\nthree\tnot built\t0\tthree\tbuild/three\n' \
   >"$d/run/status.tsv"
+printf 'malloc\tok\t1\tm\tm\ncufile\tok\t1\tc\tc\n' >>"$d/run/status.tsv"
 python3 "$report" merge "$d/run"
 printf '# Performance\n\nIntro kept.\n\n## Older section\n\nKept too.\n' >"$d/docs/performance.md"
 python3 "$report" publish "$d/run" --docs "$d/docs"
@@ -40,10 +51,13 @@ import glob, json, os, shutil, sys
 d = sys.argv[1]
 res = json.load(open(f"{d}/run/results.json"))
 figs = {f["id"]: f for f in res["figures"]}
-assert set(figs) == {"one.cycle", "one.lookup", "limits.memcpy"}, figs.keys()
+assert set(figs) == {"one.cycle", "one.lookup", "limits.memcpy", "malloc.loop64_ns",
+                     "malloc.startup_ms", "cufile.pinned_host_buffer_dev_shm"}, figs.keys()
+assert figs["malloc.loop64_ns"]["met"] is True and figs["malloc.startup_ms"]["met"] is False
+assert figs["cufile.pinned_host_buffer_dev_shm"]["ratio"] == 2
 assert figs["one.cycle"]["ratio"] == 5 and figs["one.cycle"]["met"] is True, figs["one.cycle"]
 assert figs["one.lookup"]["met"] is False and figs["one.lookup"]["ratio"] is None
-assert [b["status"] for b in res["benchmarks"]] == ["ok", "ok", "not built"]
+assert [b["status"] for b in res["benchmarks"]] == ["ok", "ok", "not built", "ok", "ok"]
 for k in ("cpu", "cores", "kernel", "thp", "glibc", "date"):
     assert res["machine"].get(k) not in (None, ""), k
 assert json.load(open(f"{d}/run/machine.json"))["cores"] >= 1
