@@ -360,7 +360,7 @@ def make_plots(d, series):
             cmds.append('set format x "10^{%L}"')
         if logy:
             cmds += ["set logscale y 10",
-                     'set format y "%.0f"' if min(ys) >= 1 else 'set format y "%g"']
+                     'set format y "%.0f"' if min(ys) >= 1 else 'set format y "%h"']
         else:
             cmds.append("set yrange [0:*]")
         if xs:
