@@ -3,11 +3,13 @@
  *      against the double alone (which populates and locks like real pinning);
  *   2. the overhead of calls the shim passes through: cudaPointerGetAttributes
  *      on ordinary memory, with and without the shim.
- * Run as `cuda_bench LIBDSPRELOAD [--quick]`: it runs itself without and with
- * LD_PRELOAD and prints one table. On a GPU machine, tests/gpu/ measures the
- * same against the real driver. */
+ * Run as `cuda_bench LIBDSPRELOAD [--quick] [--schema-json FILE]`: it runs
+ * itself without and with LD_PRELOAD and prints one table (FILE: the figures in
+ * bench/schema.h's format, for bench/run). On a GPU machine, tests/gpu/
+ * measures the same against the real driver. */
 #define DSP_CUDA_PROTOTYPES
 #include "../preload/cuda_types.h"
+#include "schema.h"
 #include "timing.h"
 
 #include <stdio.h>
@@ -17,9 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-
-
-/* One side of the comparison, in this process: prints "cycle_s passthrough_ns". */
+/* One side of the comparison, in this process: prints the median, min and max
+ * of the cycle (s), then of the pass-through call (ns), and the repeats. */
 static int measure(int quick) {
     size_t len = 64 << 20;
     int reps = quick ? 7 : 15, per = 0;
@@ -42,11 +43,18 @@ static int measure(int quick) {
         pt[r] = (now() - t) / 100000 * 1e9;
     }
     free(heap);
-    printf("%.9f %.2f\n", median(cyc, reps), median(pt, reps));
+    double mc = median(cyc, reps), mp = median(pt, reps); /* median() sorts */
+    printf("%.9f %.9f %.9f %.2f %.2f %.2f %d\n", mc, cyc[0], cyc[reps - 1], mp, pt[0], pt[reps - 1],
+           reps);
     return 0;
 }
 
-static int run_side(char *const argv0, const char *preload, int quick, double *cycle, double *pass) {
+struct side {
+    double cycle[3], pass[3]; /* median, min, max */
+    int reps;
+};
+
+static int run_side(char *const argv0, const char *preload, int quick, struct side *r) {
     int fds[2];
     if (pipe(fds)) return -1;
     pid_t pid = fork();
@@ -63,25 +71,53 @@ static int run_side(char *const argv0, const char *preload, int quick, double *c
     close(fds[0]);
     int st;
     waitpid(pid, &st, 0);
-    if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) || sscanf(buf, "%lf %lf", cycle, pass) != 2) return -1;
+    if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) ||
+        sscanf(buf, "%lf %lf %lf %lf %lf %lf %d", &r->cycle[0], &r->cycle[1], &r->cycle[2],
+               &r->pass[0], &r->pass[1], &r->pass[2], &r->reps) != 7)
+        return -1;
     return 0;
 }
 
 int main(int argc, char **argv) {
-    int quick = argc > 2 && !strcmp(argv[2], "--quick");
     if (getenv("DSPRELOAD_BENCH_SIDE")) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
+    int quick = 0;
+    const char *json = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--schema-json") && i + 1 < argc)
+            json = argv[++i];
+        else
+            argc = 0;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: cuda_bench LIBDSPRELOAD [--quick]\n");
+        fprintf(stderr, "usage: cuda_bench LIBDSPRELOAD [--quick] [--schema-json FILE]\n");
         return 2;
     }
-    double c0, p0, c1, p1;
-    if (run_side(argv[0], NULL, quick, &c0, &p0) || run_side(argv[0], argv[1], quick, &c1, &p1)) {
+    struct side w, s; /* without, with the shim */
+    if (run_side(argv[0], NULL, quick, &w) || run_side(argv[0], argv[1], quick, &s)) {
         fprintf(stderr, "cuda_bench: a run failed\n");
         return 1;
     }
-    printf("| benchmark (libcudart test double) | dspreload (median) | without (median) | ratio |\n");
+    printf(
+        "| benchmark (libcudart test double) | dspreload (median) | without (median) | ratio |\n");
     printf("|---|---|---|---|\n");
-    printf("| 64 MiB cudaHostAlloc+cudaFreeHost cycle | %.2f us | %.2f ms | %.0fx |\n", c1 * 1e6, c0 * 1e3, c0 / c1);
-    printf("| cudaPointerGetAttributes passed through | %.1f ns | %.1f ns | +%.1f ns |\n", p1, p0, p1 - p0);
-    return 0;
+    printf("| 64 MiB cudaHostAlloc+cudaFreeHost cycle | %.2f us | %.2f ms | %.0fx |\n",
+           s.cycle[0] * 1e6, w.cycle[0] * 1e3, w.cycle[0] / s.cycle[0]);
+    printf("| cudaPointerGetAttributes passed through | %.1f ns | %.1f ns | +%.1f ns |\n",
+           s.pass[0], w.pass[0], s.pass[0] - w.pass[0]);
+    if (!json) return 0;
+    struct schema_fig *f = schema_figure(
+        "cuda.cycle.64MiB", "64 MiB cudaHostAlloc+cudaFreeHost cycle (libcudart test double)", "us",
+        s.cycle[0] * 1e6, s.cycle[1] * 1e6, s.cycle[2] * 1e6, s.reps, 0);
+    schema_baseline(f, "the test double without the shim (populates, locks, unmaps)",
+                    w.cycle[0] * 1e6, w.cycle[1] * 1e6, w.cycle[2] * 1e6);
+    f = schema_figure("cuda.passthrough.cudaPointerGetAttributes",
+                      "cudaPointerGetAttributes on ordinary memory, passed through", "ns",
+                      s.pass[0], s.pass[1], s.pass[2], s.reps, 0);
+    schema_baseline(f, "the test double without the shim", w.pass[0], w.pass[1], w.pass[2]);
+    f = schema_figure("cuda.passthrough.overhead", "cost the shim adds to a passed-through call",
+                      "ns", s.pass[0] - w.pass[0], s.pass[1] - w.pass[2], s.pass[2] - w.pass[1],
+                      s.reps, 0);
+    return schema_write(json, "cuda_bench", quick) ? 1 : 0;
 }

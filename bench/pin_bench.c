@@ -1,20 +1,29 @@
 /* The manager's benchmarks, each against its baseline in the same run:
  *   1. a 64 MiB alloc+free cycle served by the pool, against DeepSpeed's native
  *      way (posix_memalign + mlock, munlock + free); goal >= 1000x
- *   2. the first pin of 1 GiB and 4 GiB, against the same; goal >= 2x
- *      (with the huge-page and prefault-thread variants, to see what pays)
- *   3. dsp_is_pinned with 10^3, 10^4, 10^6 live ranges, against a linear scan;
+ *   2. the first pin of 1 GiB and 4 GiB (--quick: 1 GiB), against the same;
+ *      goal >= 2x (with the huge-page and prefault-thread variants, to see
+ *      what pays)
+ *   3. pin throughput against block size, 64 KiB to 1 GiB (--quick: 256 MiB):
+ *      first pin by the shim, posix_memalign+mlock, malloc + first touch; and
+ *      the alloc+free cycle, from the pool against posix_memalign+mlock
+ *   4. dsp_is_pinned with 10 to 10^6 (--quick: 10^5) live ranges, against a
+ *      linear scan;
  *      goal < 50 ns at 10^4
- * Prints a Markdown table; --json FILE also writes every figure.
+ * Prints a Markdown table; --json FILE also writes every figure, and
+ * --schema-json FILE writes them with the plots' series in bench/schema.h's
+ * format for bench/run.
  * Memory is warmed before timing: first touch of fresh memory on these VMs is
  * far slower than anything measured here. */
 #include "../src/config.h"
 #include "../src/manager.h"
 #include "../src/registry.h"
 #include "../src/stats.h"
+#include "schema.h"
 #include "timing.h"
 
 #include <dspreload.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,19 +31,20 @@
 #include <time.h>
 #include <unistd.h>
 
-
 struct sample {
     double median, lo, hi; /* seconds (or ns for lookups) */
+    int n;                 /* repeats */
 };
 
 static struct sample summarize(double *v, int n) {
-    struct sample s = {median(v, n), v[0], v[n - 1]}; /* median() sorts v */
+    struct sample s = {median(v, n), v[0], v[n - 1], n}; /* median() sorts v */
     return s;
 }
 
 /* --- rows of the report ---------------------------------------------------- */
 
 struct row {
+    char id[48];
     char name[96];
     char unit[8];
     struct sample shim, base;
@@ -43,14 +53,31 @@ struct row {
 static struct row rows[32];
 static int nrows;
 
-static void add_row(const char *name, const char *unit, struct sample shim, struct sample base,
-                    double goal) {
+static void add_row(const char *id, const char *name, const char *unit, struct sample shim,
+                    struct sample base, double goal) {
     struct row *r = &rows[nrows++];
+    snprintf(r->id, sizeof r->id, "%s", id);
     snprintf(r->name, sizeof r->name, "%s", name);
     snprintf(r->unit, sizeof r->unit, "%s", unit);
     r->shim = shim;
     r->base = base;
     r->goal = goal;
+    /* The same figure for bench/run, in a unit that suits its size. */
+    double scale = 1;
+    const char *u = unit;
+    if (!strcmp(unit, "s")) scale = shim.median < 1e-3 ? 1e6 : 1e3, u = scale > 1e3 ? "us" : "ms";
+    const char *what = name + strspn(name, " ");
+    struct schema_fig *f = schema_figure(id, what, u, shim.median * scale, shim.lo * scale,
+                                         shim.hi * scale, shim.n, 0);
+    const char *vs = strstr(what, " vs ");
+    schema_baseline(f, vs ? vs + 4 : "posix_memalign+mlock", base.median * scale, base.lo * scale,
+                    base.hi * scale);
+    char g[32];
+    if (goal > 0)
+        snprintf(g, sizeof g, "ratio >= %g", goal);
+    else if (goal < 0)
+        snprintf(g, sizeof g, "value < %g", -goal);
+    if (goal != 0) schema_goal(f, g);
 }
 
 static const char *goal_text(const struct row *r, char *buf, size_t cap) {
@@ -109,7 +136,7 @@ static void bench_pool_cycle(int quick) {
         }
         s[i] = (now() - t) / per_batch;
     }
-    add_row("64 MiB alloc+free cycle (pool) vs posix_memalign+mlock", "s",
+    add_row("pin.pool_cycle.64MiB", "64 MiB alloc+free cycle (pool) vs posix_memalign+mlock", "s",
             summarize(s, shim_batches), summarize(b, base_n), 1000);
     dsp_trim();
 }
@@ -153,18 +180,22 @@ static void bench_first_pin(size_t len, int reps, int variants) {
         s[i] = shim_first(len);
     }
     struct sample base = summarize(b, reps);
+    char id[48];
     snprintf(name, sizeof name, "first pin of %zu GiB vs posix_memalign+mlock", len >> 30);
-    add_row(name, "s", summarize(s, reps), base, 2);
+    snprintf(id, sizeof id, "pin.first_pin.%zuGiB", len >> 30);
+    add_row(id, name, "s", summarize(s, reps), base, 2);
     if (!variants) return;
     dsp_mgr.huge_mode = DSP_HUGE_NEVER;
     for (int i = 0; i < reps; i++) s[i] = shim_first(len);
     snprintf(name, sizeof name, "  variant: DSP_HUGEPAGES=never, %zu GiB", len >> 30);
-    add_row(name, "s", summarize(s, reps), base, 0);
+    snprintf(id, sizeof id, "pin.first_pin.%zuGiB.hugepages_never", len >> 30);
+    add_row(id, name, "s", summarize(s, reps), base, 0);
     dsp_mgr.huge_mode = huge;
     dsp_mgr.prefault_threads = 1;
     for (int i = 0; i < reps; i++) s[i] = shim_first(len);
     snprintf(name, sizeof name, "  variant: DSP_PREFAULT_THREADS=1, %zu GiB", len >> 30);
-    add_row(name, "s", summarize(s, reps), base, 0);
+    snprintf(id, sizeof id, "pin.first_pin.%zuGiB.prefault_threads_1", len >> 30);
+    add_row(id, name, "s", summarize(s, reps), base, 0);
     dsp_mgr.prefault_threads = threads;
 }
 
@@ -190,12 +221,12 @@ static int linear_is_pinned(const struct lin *r, size_t n, uintptr_t p, size_t l
 #define FAKE_BASE ((uintptr_t)1 << 44) /* registry entries only: no memory behind them */
 
 static void bench_lookup(int quick) {
-    static const size_t sizes[] = {1000, 10000, 1000000};
+    static const size_t sizes[] = {10, 100, 1000, 10000, 100000, 1000000};
     size_t have = 0;
     struct lin *lin = malloc(1000000 * sizeof *lin);
     enum { Q = 1 << 16 };
     uintptr_t *q = malloc(Q * sizeof *q);
-    for (int si = 0; si < 3; si++) {
+    for (int si = 0; si < (quick ? 5 : 6); si++) { /* --quick: up to 10^5 */
         size_t n = sizes[si];
         for (; have < n; have++) { /* ranges of 64 KiB..1 MiB with gaps */
             uintptr_t b = FAKE_BASE + (uintptr_t)have * (2 << 20);
@@ -220,23 +251,137 @@ static void bench_lookup(int quick) {
                 for (int i = 0; i < Q; i++) hits += dsp_is_pinned((void *)q[i], 256);
             s[k] = (now() - t) / (8.0 * Q) * 1e9;
         }
-        int lq = n >= 1000000 ? 64 : n >= 10000 ? 2048 : Q; /* the scan is slow: fewer queries */
+        /* The scan's time is capped: about 2*10^7 range compares a repeat. */
+        size_t lq = 20000000 / n;
+        lq = lq < 64 ? 64 : lq > Q ? Q : lq;
         for (int k = 0; k < reps; k++) {
             double t = now();
-            for (int i = 0; i < lq; i++) hits += linear_is_pinned(lin, n, q[i], 256);
-            b[k] = (now() - t) / lq * 1e9;
+            for (size_t i = 0; i < lq; i++) hits += linear_is_pinned(lin, n, q[i], 256);
+            b[k] = (now() - t) / (double)lq * 1e9;
         }
-        long want = (long)reps * 8 * Q + (long)reps * lq;
+        long want = (long)reps * 8 * Q + (long)reps * (long)lq;
         if (hits != want) {
             fprintf(stderr, "lookup results wrong: %ld of %ld\n", hits, want);
             exit(1);
         }
-        char name[96];
+        struct sample ss = summarize(s, reps), bs = summarize(b, reps);
+        schema_point("lookup_latency", "dsp_is_pinned (shim)", "ranges", "ns", (double)n, ss.median,
+                     ss.lo, ss.hi);
+        schema_point("lookup_latency", "linear scan (DeepSpeed)", "ranges", "ns", (double)n,
+                     bs.median, bs.lo, bs.hi);
+        if (n < 1000 || n == 100000) continue; /* in the plot only */
+        char name[96], id[48];
         snprintf(name, sizeof name, "dsp_is_pinned, %zu ranges vs linear scan", n);
-        add_row(name, "ns", summarize(s, reps), summarize(b, reps), n == 10000 ? -50 : 0);
+        snprintf(id, sizeof id, "registry.lookup.%zu", n);
+        add_row(id, name, "ns", ss, bs, n == 10000 ? -50 : 0);
     }
     free(lin);
     free(q);
+}
+
+/* --- 3. pin throughput against block size ----------------------------------- */
+
+static void touch(char *p, size_t len) {
+    for (size_t o = 0; o < len; o += 4096) p[o] = 1;
+}
+
+/* Pins (or allocates) n blocks of len bytes the way `how` says and releases
+ * them; returns the pinning rate in GB/s, and in *cycle the time of one whole
+ * alloc+free of a block in seconds. */
+enum how { SHIM, DS, MALLOC };
+static double pin_rate(enum how how, size_t len, size_t n, void **p, double *cycle) {
+    if (how == SHIM) dsp_trim(); /* pool misses: really pin */
+    double t = now();
+    for (size_t i = 0; i < n; i++) {
+        if (how == SHIM)
+            p[i] = dsp_alloc(len);
+        else if (how == DS) {
+            if (posix_memalign(&p[i], 4096, len) || mlock(p[i], len)) p[i] = NULL;
+        } else if ((p[i] = malloc(len)))
+            touch(p[i], len);
+        if (!p[i]) {
+            perror("pin throughput: allocation");
+            exit(1);
+        }
+    }
+    double mid = now();
+    for (size_t i = 0; i < n; i++) {
+        if (how == SHIM)
+            dsp_free(p[i]);
+        else {
+            if (how == DS) munlock(p[i], len);
+            free(p[i]);
+        }
+    }
+    double end = now();
+    if (how == SHIM) dsp_trim();
+    if (cycle) *cycle = (end - t) / (double)n;
+    return (double)len * (double)n / (mid - t) / 1e9;
+}
+
+/* The alloc+free cycle of a block the pool holds, in seconds. */
+static double pool_cycle(size_t len) {
+    void *p = dsp_alloc(len); /* first pin; then the pool serves */
+    dsp_free(p);
+    int per = 500;
+    double t = now();
+    for (int k = 0; k < per; k++) {
+        if (!(p = dsp_alloc(len))) {
+            perror("dsp_alloc");
+            exit(1);
+        }
+        dsp_free(p);
+    }
+    return (now() - t) / per;
+}
+
+static void bench_pin_sweep(int quick) {
+    static const struct {
+        size_t len;
+        const char *name;
+    } sizes[] = {{64 << 10, "64KiB"},   {256 << 10, "256KiB"}, {1 << 20, "1MiB"},
+                 {4 << 20, "4MiB"},     {16 << 20, "16MiB"},   {64 << 20, "64MiB"},
+                 {256 << 20, "256MiB"}, {1 << 30, "1GiB"}};
+    int reps = quick ? 3 : 5, nsizes = quick ? 7 : 8;
+    /* Every large malloc is a fresh mmap, as a process allocating new buffers
+     * sees (glibc's dynamic threshold would otherwise reuse touched heap). */
+    mallopt(M_MMAP_THRESHOLD, 64 << 10);
+    void **p = malloc(1024 * sizeof *p);
+    size_t batch = (size_t)(quick ? 32 : 64) << 20; /* bytes pinned per timed run, at least */
+    for (int si = 0; si < nsizes; si++) {
+        size_t len = sizes[si].len, n = len >= batch ? 1 : batch / len;
+        double sh[8], ds[8], mt[8], pc[8], dc[8];
+        for (int r = 0; r < reps; r++) { /* interleaved: drift hits all three */
+            ds[r] = pin_rate(DS, len, n, p, &dc[r]);
+            sh[r] = pin_rate(SHIM, len, n, p, NULL);
+            mt[r] = pin_rate(MALLOC, len, n, p, NULL);
+            pc[r] = pool_cycle(len);
+            dsp_trim();
+        }
+        struct sample s = summarize(sh, reps), d = summarize(ds, reps), m = summarize(mt, reps),
+                      c = summarize(pc, reps), dcs = summarize(dc, reps);
+        double x = (double)len;
+        schema_point("pin_throughput", "shim (dsp_alloc, first pin)", "bytes", "GB/s", x, s.median,
+                     s.lo, s.hi);
+        schema_point("pin_throughput", "posix_memalign+mlock (DeepSpeed)", "bytes", "GB/s", x,
+                     d.median, d.lo, d.hi);
+        schema_point("pin_throughput", "malloc+touch (not pinned)", "bytes", "GB/s", x, m.median,
+                     m.lo, m.hi);
+        schema_point("pin_cycle", "shim, from the pool", "bytes", "us", x, c.median * 1e6,
+                     c.lo * 1e6, c.hi * 1e6);
+        schema_point("pin_cycle", "posix_memalign+mlock, munlock+free (DeepSpeed)", "bytes", "us",
+                     x, dcs.median * 1e6, dcs.lo * 1e6, dcs.hi * 1e6);
+        if (len != (64 << 10) && len != (1 << 20) && len != (16 << 20) && len != (256 << 20))
+            continue; /* in the plots only */
+        char id[64], what[128];
+        snprintf(id, sizeof id, "pin.throughput.%s", sizes[si].name);
+        snprintf(what, sizeof what, "first pin of %s blocks (%zu at a time), shim", sizes[si].name,
+                 n);
+        struct schema_fig *f = schema_figure(id, what, "GB/s", s.median, s.lo, s.hi, reps, 1);
+        schema_baseline(f, "posix_memalign+mlock", d.median, d.lo, d.hi);
+    }
+    free(p);
+    mallopt(M_MMAP_THRESHOLD, 128 << 10);
 }
 
 /* --- physical limits, for scale --------------------------------------------- */
@@ -287,14 +432,16 @@ static void machine(char *buf, size_t cap) {
 
 int main(int argc, char **argv) {
     int quick = 0;
-    const char *json = NULL;
+    const char *json = NULL, *schema_json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
+        else if (!strcmp(argv[i], "--schema-json") && i + 1 < argc)
+            schema_json = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--json FILE] [--schema-json FILE]\n", argv[0]);
             return 2;
         }
     }
@@ -303,15 +450,19 @@ int main(int argc, char **argv) {
     machine(mach, sizeof mach);
     time_t t = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    double t0 = now();
     fprintf(stderr, "warming memory...\n");
-    warm_machine((size_t)6 << 30);
-    fprintf(stderr, "1/3 pool cycle...\n");
+    warm_machine((size_t)(quick ? 2 : 6) << 30); /* more than the largest pin */
+    fprintf(stderr, "1/4 pool cycle... (%.0f s)\n", now() - t0);
     bench_pool_cycle(quick);
-    fprintf(stderr, "2/3 first pin...\n");
-    bench_first_pin((size_t)1 << 30, quick ? 3 : 5, 1);
-    bench_first_pin((size_t)4 << 30, quick ? 3 : 5, !quick);
-    fprintf(stderr, "3/3 lookups...\n");
+    fprintf(stderr, "2/4 first pin... (%.0f s)\n", now() - t0);
+    bench_first_pin((size_t)1 << 30, quick ? 3 : 5, !quick);
+    if (!quick) bench_first_pin((size_t)4 << 30, 5, 1);
+    fprintf(stderr, "3/4 lookups... (%.0f s)\n", now() - t0);
     bench_lookup(quick);
+    fprintf(stderr, "4/4 pin throughput against block size... (%.0f s)\n", now() - t0);
+    bench_pin_sweep(quick);
+    fprintf(stderr, "done (%.0f s)\n", now() - t0);
 
     printf("dspreload %s pin manager benchmark, %s%s\n", dsp_version(), date,
            quick ? " (--quick)" : "");
@@ -352,5 +503,5 @@ int main(int argc, char **argv) {
         fprintf(f, "]}\n");
         fclose(f);
     }
-    return 0;
+    return schema_json && schema_write(schema_json, "pin_bench", quick) ? 1 : 0;
 }

@@ -1,0 +1,83 @@
+#!/bin/sh
+# The report step of bench/run on two tiny synthetic benchmark files (no real
+# benchmark runs): results.json and results.md are made and well formed, goals
+# are judged, an entry that was not built is listed, plots are PNGs where
+# gnuplot is installed, and publishing rewrites only the marked section of
+# performance.md, twice in a row.
+set -eu
+report=$1
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+mkdir -p "$d/run/raw" "$d/docs"
+cat >"$d/run/raw/one.json" <<'J'
+{"bench": "one", "quick": true,
+ "figures": [
+  {"id": "one.cycle", "what": "a cycle", "unit": "us", "value": 2, "spread": [1.5, 3],
+   "repeats": 3, "higher_is_better": false, "baseline": 10, "baseline_what": "the old way",
+   "ratio": null, "goal": "ratio >= 4", "met": null},
+  {"id": "one.lookup", "what": "a lookup", "unit": "ns", "value": 60, "spread": [55, 70],
+   "repeats": 3, "higher_is_better": false, "baseline": null, "goal": "value < 50", "met": null}],
+ "series": {"pin_throughput": [{"label": "shim", "x": [65536, 1048576, 67108864], "y": [1, 2, 4],
+   "y_min": [0.9, 1.8, 3.5], "y_max": [1.1, 2.2, 4.5], "x_unit": "bytes", "y_unit": "GB/s"}]}}
+J
+cat >"$d/run/raw/two.json" <<'J'
+{"bench": "two", "quick": true,
+ "figures": [{"id": "limits.memcpy", "what": "memcpy", "unit": "GB/s", "value": 12.5,
+   "spread": [12, 13], "repeats": 3, "higher_is_better": true, "baseline": null}],
+ "series": {"limits": [{"label": "memcpy", "x": [67108864], "y": [12.5], "x_unit": "bytes",
+   "y_unit": "GB/s"}],
+  "io_throughput": [{"label": "direct via shim", "x": [4096, 1048576], "y": [800, 1300],
+   "x_unit": "bytes", "y_unit": "MB/s"}]}}
+J
+# The malloc and cuFile programs' own formats, which the report adapts.
+cat >"$d/run/raw/malloc.json" <<'J'
+{"benchmark": "malloc_bench", "mode": "quick", "rounds": 3,
+ "loop64_ns": {"dspreload": 10.5, "without": 10.0, "unit": "ns"},
+ "startup_ms": {"dspreload": 1.9, "without": 1.2, "unit": "ms"}}
+J
+cat >"$d/run/raw/cufile.json" <<'J'
+{"bench": "cufile_bench", "file_mib": 256, "call_mib": 16, "repetitions": 3, "unit": "GB/s", "rows": [
+  {"name": "pinned host buffer, /dev/shm", "shim": 6.0, "without": 3.0, "ratio": 2.0}]}
+J
+printf 'one\tok\t1\tone --quick\tone\ntwo\tok\t2\ttwo --quick\ttwo\nthree\tnot built\t0\tthree\tbuild/three\n' \
+  >"$d/run/status.tsv"
+printf 'malloc\tok\t1\tm\tm\ncufile\tok\t1\tc\tc\n' >>"$d/run/status.tsv"
+python3 "$report" merge "$d/run"
+printf '# Performance\n\nIntro kept.\n\n## Older section\n\nKept too.\n' >"$d/docs/performance.md"
+python3 "$report" publish "$d/run" --docs "$d/docs"
+python3 "$report" publish "$d/run" --docs "$d/docs"
+python3 - "$d" <<'PY'
+import glob, json, os, shutil, sys
+d = sys.argv[1]
+res = json.load(open(f"{d}/run/results.json"))
+figs = {f["id"]: f for f in res["figures"]}
+assert set(figs) == {"one.cycle", "one.lookup", "limits.memcpy", "malloc.loop64_ns",
+                     "malloc.startup_ms", "cufile.pinned_host_buffer_dev_shm"}, figs.keys()
+assert figs["malloc.loop64_ns"]["met"] is True and figs["malloc.startup_ms"]["met"] is False
+assert figs["cufile.pinned_host_buffer_dev_shm"]["ratio"] == 2
+assert figs["one.cycle"]["ratio"] == 5 and figs["one.cycle"]["met"] is True, figs["one.cycle"]
+assert figs["one.lookup"]["met"] is False and figs["one.lookup"]["ratio"] is None
+assert [b["status"] for b in res["benchmarks"]] == ["ok", "ok", "not built", "ok", "ok"]
+for k in ("cpu", "cores", "kernel", "thp", "glibc", "date"):
+    assert res["machine"].get(k) not in (None, ""), k
+assert json.load(open(f"{d}/run/machine.json"))["cores"] >= 1
+md = open(f"{d}/run/results.md").read()
+rows = [l for l in md.splitlines() if l.startswith("| ")]
+header = "| benchmark | figure | value | baseline | ratio | spread | goal | met? |"
+assert header in md, md
+assert all(l.count("|") == header.count("|") for l in rows[:5]), rows
+assert "5.00x" in md and "**met**" in md and "**NOT met**" in md, md
+assert "| three | - | not built (build/three missing)" in md, md
+if shutil.which("gnuplot"):
+    pngs = sorted(os.path.basename(p) for p in glob.glob(f"{d}/run/*.png"))
+    assert pngs == ["io_throughput.png", "pin_throughput.png"], pngs
+    for p in pngs:
+        assert open(f"{d}/run/{p}", "rb").read(8) == b"\x89PNG\r\n\x1a\n", p
+    day = res["date"][:10]
+    assert os.path.exists(f"{d}/docs/perf/{day}-pin_throughput.png")
+perf = open(f"{d}/docs/performance.md").read()
+assert perf.startswith("# Performance\n") and "Intro kept." in perf and "Kept too." in perf, perf
+assert perf.count("<!-- bench:begin -->") == 1 and perf.count("<!-- bench:end -->") == 1, perf
+assert perf.index("<!-- bench:begin -->") < perf.index("Intro kept.") and header in perf, perf
+print("report: ok")
+PY
