@@ -23,6 +23,7 @@ struct dsp_block {
     size_t span_len; /* from dsp_block_alloc: the memory behind it, >= len, to register whole */
     unsigned flags;  /* DSP_BLOCKF_* */
     int inherited;   /* from the parent across fork: not pinned here, never a driver call */
+    int fresh;       /* from dsp_block_alloc: newly mapped, so it reads as zeros */
 };
 
 /* A live block of at least size bytes, or NULL with errno (as dsp_alloc). */
@@ -31,6 +32,10 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out);
 /* The live block holding p, pinned in this process (not inherited across
  * fork): 1 with *out filled, else 0. Lock-free. */
 int dsp_block_find(const void *p, struct dsp_block *out);
+
+/* The live block holding p, inherited or not: 1 with *out filled, else 0.
+ * Lock-free. */
+int dsp_block_holding(const void *p, struct dsp_block *out);
 
 /* The live block starting exactly at base, inherited or not: 1 or 0. */
 int dsp_block_at(uintptr_t base, struct dsp_block *out);

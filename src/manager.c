@@ -53,6 +53,7 @@ static void fill(struct dsp_block *out, const struct dsp_span *s) {
     out->span_len = s->len;
     out->flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
     out->inherited = 0;
+    out->fresh = 0;
 }
 
 /* Under mu: publishes a span as a live block of len bytes. */
@@ -150,6 +151,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     }
     dsp_stat_add(DSP_ST_pinned_new_bytes, len);
     fill(out, s);
+    if (out) out->fresh = 1;
     pthread_mutex_unlock(&m->mu);
     return (void *)s->base;
 }
@@ -161,13 +163,17 @@ static int to_block(const struct dsp_range *r, struct dsp_block *out) {
     out->span_len = out->len; /* only registered blocks ever sit on a larger span */
     out->flags = r->flags;
     out->inherited = r->gen != dsp_reg_generation();
+    out->fresh = 0;
     return 1;
 }
 
 int dsp_block_find(const void *p, struct dsp_block *out) {
+    return dsp_block_holding(p, out) && !out->inherited;
+}
+
+int dsp_block_holding(const void *p, struct dsp_block *out) {
     struct dsp_range r;
-    if (!dsp_in_arena(p) || !dsp_reg_find((uintptr_t)p, &r)) return 0;
-    return to_block(&r, out) && !out->inherited;
+    return dsp_in_arena(p) && dsp_reg_find((uintptr_t)p, &r) && to_block(&r, out);
 }
 
 int dsp_block_at(uintptr_t base, struct dsp_block *out) {

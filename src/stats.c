@@ -76,6 +76,11 @@ static void print_summary(void) {
             G(pool_releases), dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
     dsp_say("stats: %llu pin failures, %llu budget refusals, %llu fallbacks to the real function",
             G(pin_failures), G(budget_refusals), G(fallbacks));
+    if (G(malloc_hinted) || G(malloc_hint_rejected))
+        dsp_say("stats: malloc hints: %llu allocations pinned (%s live now), %llu left to the "
+                "real allocator",
+                G(malloc_hinted), dsp_fmt_bytes(a, sizeof a, G(malloc_hinted_bytes)),
+                G(malloc_hint_rejected));
 #undef G
 }
 
@@ -111,6 +116,7 @@ static int active(void) {
                                            DSP_ST_cuda_host_alloc_passthrough,
                                            DSP_ST_cuda_register_external,
                                            DSP_ST_cuda_registrations,
+                                           DSP_ST_malloc_hint_rejected,
                                            DSP_ST_blocks_live};
     for (size_t i = 0; i < sizeof any / sizeof *any; i++)
         if (dsp_stat_get(any[i])) return 1;

@@ -29,5 +29,11 @@ DSP_STAT(cuda_registrations, COUNTER, "blocks the shim registered with the drive
 DSP_STAT(cuda_unregistrations, COUNTER,
          "pooled blocks the shim unregistered before giving them back")
 DSP_STAT(cuda_syncs, COUNTER, "device waits in cudaFreeHost (the real one waits too)")
+DSP_STAT(malloc_hinted, COUNTER, "allocations served pinned by malloc hints")
+DSP_STAT(malloc_hinted_bytes, GAUGE,
+         "bytes of hinted allocations alive now (what DSP_MALLOC_MAX caps)")
+DSP_STAT(malloc_hint_rejected, COUNTER,
+         "allocations of at least DSP_MALLOC_MIN handed to the real allocator (caller filter, "
+         "DSP_MALLOC_MAX, or the manager refused)")
 DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")

@@ -1,11 +1,12 @@
 #!/bin/sh
-# The library exports the dsp_ API and nothing else (hooks join in later
-# issues), all unversioned: a named version node would stop interposition.
+# The library exports the dsp_ API, the CUDA hooks and the malloc family, and
+# nothing else, all unversioned: a named version node would stop interposition.
 lib=$1
-bad=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^dsp_" | grep -v "^cuda" | grep -v "^$")
+bad=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^dsp_" | grep -v "^cuda" | grep -v "^$" |
+  grep -vxE 'malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size')
 if [ -n "$bad" ]; then echo "unexpected exports: $bad"; exit 1; fi
-for sym in cudaHostAlloc cudaFreeHost cudaPointerGetAttributes dsp_alloc dsp_free dsp_is_pinned dsp_stats_json dsp_trim dsp_version; do
+for sym in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size cudaHostAlloc cudaFreeHost cudaPointerGetAttributes dsp_alloc dsp_free dsp_is_pinned dsp_stats_json dsp_trim dsp_version; do
   nm -D --defined-only "$lib" | grep -q " T $sym\$" || { echo "missing or versioned export: $sym"; exit 1; }
 done
-if objdump -T "$lib" | grep ' dsp_' | grep -v 'Base' ; then echo "versioned dsp_ symbols"; exit 1; fi
+if objdump -T "$lib" | grep -E ' (dsp_|malloc$|free$|realloc$)' | grep -v 'Base' ; then echo "versioned exports"; exit 1; fi
 echo "exports ok"
