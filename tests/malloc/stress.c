@@ -32,11 +32,19 @@ static uint64_t rnd(uint64_t *s) {
 
 static size_t pick_size(uint64_t *s) {
     switch (rnd(s) % 8) {
-    case 0: return rnd(s) % 64;
-    case 1: case 2: return rnd(s) % 4096;
-    case 3: case 4: return 4096 + rnd(s) % (256 << 10);
-    case 5: case 6: return (256 << 10) + rnd(s) % (2 << 20);
-    default: return (2 << 20) + rnd(s) % (6 << 20);
+    case 0:
+        return rnd(s) % 64;
+    case 1:
+    case 2:
+        return rnd(s) % 4096;
+    case 3:
+    case 4:
+        return 4096 + rnd(s) % (256 << 10);
+    case 5:
+    case 6:
+        return (256 << 10) + rnd(s) % (2 << 20);
+    default:
+        return (2 << 20) + rnd(s) % (6 << 20);
     }
 }
 

@@ -277,7 +277,7 @@ Test(malloc, fork_child_frees_and_reallocates_inherited_blocks) {
     fill(q, MiB, 6);
     pid_t pid = fork();
     if (pid == 0) {
-        if (pinned(p, 1)) _exit(2);               /* mlock is not inherited */
+        if (pinned(p, 1)) _exit(2);                   /* mlock is not inherited */
         if (stat_of("malloc_hinted_bytes")) _exit(3); /* the child's own account */
         free(p);
         q = realloc(q, 4 * MiB);

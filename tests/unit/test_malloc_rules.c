@@ -41,8 +41,8 @@ Test(malloc_rules, requests_refused_when_not_ours_to_serve) {
 Test(malloc_rules, from_list_is_split_and_trimmed) {
     char names[DSP_MRULE_NAMES][DSP_MRULE_NAME_LEN];
     int dropped = -1;
-    cr_assert_eq(dsp_mrule_names(" libtorch_cpu.so , libfoo,,libbar.so.2 ", names,
-                                 DSP_MRULE_NAMES, &dropped),
+    cr_assert_eq(dsp_mrule_names(" libtorch_cpu.so , libfoo,,libbar.so.2 ", names, DSP_MRULE_NAMES,
+                                 &dropped),
                  3);
     cr_assert_str_eq(names[0], "libtorch_cpu.so");
     cr_assert_str_eq(names[1], "libfoo");

@@ -1,0 +1,236 @@
+/* The malloc layer's benchmark. Run as `malloc_bench LIBDSPRELOAD [--quick]
+ * [--json FILE]`: it runs itself as child processes, without the shim and
+ * with it, alternating, and reports medians and ratios:
+ *   1. a malloc(64) + free loop, hints off (the shim's cost on every program);
+ *   2. a mixed-size allocation workload on two threads, hints off;
+ *   3. start-up of a trivial program (/bin/true) with and without the shim;
+ *   4. with hints on: a large allocation served pinned (fresh, and from the
+ *      pool) against glibc's malloc plus the first touch of the same memory.
+ * Goals (issue 5): 1 and 2 at most 1.05x, 3 at most +0.5 ms. */
+#include "timing.h"
+
+#include <pthread.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory") /* keep GCC from eliding malloc */
+
+/* --- the workloads, run in a child ------------------------------------------ */
+
+static double loop64(long n) {
+    double t = now();
+    for (long i = 0; i < n; i++) {
+        void *p = malloc(64);
+        ESCAPE(p);
+        free(p);
+    }
+    return (now() - t) / (double)n * 1e9; /* ns per pair */
+}
+
+struct mixed_arg {
+    long ops;
+    unsigned seed;
+};
+
+static void *mixed_thread(void *arg) {
+    struct mixed_arg *a = arg;
+    void *slot[256] = {0};
+    uint64_t s = a->seed * 0x9e3779b97f4a7c15ull + 1;
+    for (long i = 0; i < a->ops; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        int k = (int)(s & 255);
+        size_t n = (s >> 8) % 16 == 0 ? 4096 + (s >> 20) % (60 << 10) : 16 + (s >> 20) % 1000;
+        free(slot[k]);
+        slot[k] = (s >> 12) % 4 == 0 ? calloc(1, n) : malloc(n);
+        ((char *)slot[k])[0] = 1;
+        if ((s >> 16) % 8 == 0) slot[k] = realloc(slot[k], n * 2);
+    }
+    for (int k = 0; k < 256; k++) free(slot[k]);
+    return NULL;
+}
+
+static double mixed(long ops) {
+    pthread_t t[2];
+    struct mixed_arg a[2] = {{ops, 1}, {ops, 2}};
+    double t0 = now();
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, mixed_thread, &a[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    return (now() - t0) / (double)ops * 1e9; /* ns per operation per thread */
+}
+
+/* A large allocation and the first write to each of its pages: what a
+ * program pays to have the memory in hand. ms per allocation. */
+static double large(size_t len, int rounds) {
+    double best[64];
+    for (int r = 0; r < rounds; r++) {
+        double t = now();
+        char *p = malloc(len);
+        for (size_t off = 0; off < len; off += 4096) p[off] = 1;
+        best[r] = now() - t;
+        ESCAPE(p);
+        free(p);
+    }
+    return median(best, rounds) * 1e3;
+}
+
+static int child(const char *what, int quick) {
+    double v = 0;
+    if (!strcmp(what, "loop64"))
+        v = loop64(quick ? 5000000 : 20000000);
+    else if (!strcmp(what, "mixed"))
+        v = mixed(quick ? 500000 : 2000000);
+    else if (!strcmp(what, "large"))
+        v = large((size_t)256 << 20, quick ? 5 : 9);
+    else
+        return 2;
+    printf("%.6f\n", v);
+    return 0;
+}
+
+/* --- the driver ----------------------------------------------------------------- */
+
+static const char *self;
+
+/* Runs `self --child what` with extra environment entries; its number. */
+static double run_child(const char *what, int quick, const char *const *env_add) {
+    char *env[256];
+    int n = 0;
+    for (char **e = environ; *e && n < 200; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "DSP_", 4) &&
+            strncmp(*e, "GLIBC_TUNABLES=", 15))
+            env[n++] = *e;
+    for (; env_add && *env_add; env_add++) env[n++] = (char *)*env_add;
+    env[n] = NULL;
+    int fds[2];
+    if (pipe(fds)) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    char *argv[] = {(char *)self, "--child", (char *)what, quick ? "--quick" : "--full", NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, self, &fa, NULL, argv, env)) return -1;
+    close(fds[1]);
+    char buf[64] = {0};
+    ssize_t got = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status)) return -1;
+    return atof(buf);
+}
+
+/* Start-up: /bin/true spawned and reaped, ms each (median of a batch). */
+static double startup(const char *preload, int count) {
+    char pre[4200];
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", preload ? preload : "");
+    char *env[] = {pre, NULL}, *argv[] = {"/bin/true", NULL};
+    double v[512];
+    for (int i = 0; i < count; i++) {
+        double t = now();
+        pid_t pid;
+        if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, preload ? env : env + 1)) return -1;
+        int status;
+        waitpid(pid, &status, 0);
+        v[i] = now() - t;
+    }
+    return median(v, count) * 1e3;
+}
+
+struct result {
+    const char *key, *what, *unit;
+    double with, without;
+};
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[1], "--child"))
+        return child(argv[2], argc > 3 && !strcmp(argv[3], "--quick"));
+    if (argc < 2) {
+        fprintf(stderr, "usage: malloc_bench LIBDSPRELOAD [--quick] [--json FILE]\n");
+        return 2;
+    }
+    self = "/proc/self/exe";
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) exe[len] = 0, self = exe;
+    const char *lib = argv[1], *json = NULL;
+    int quick = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    }
+    int reps = quick ? 3 : 7;
+    char pre[4200];
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
+    const char *off[] = {pre, NULL}, *none[] = {NULL};
+    /* Hints on at 1 MiB; pool off so every large block is pinned anew, or on. */
+    const char *fresh[] = {pre, "DSP_MALLOC_MIN=1M", "DSP_POOL_MAX=0", NULL};
+    const char *pooled[] = {pre, "DSP_MALLOC_MIN=1M", NULL};
+    /* glibc: large blocks stay mmapped and are unmapped at free, so every
+     * round touches fresh memory (its dynamic threshold would otherwise keep
+     * a freed 256 MiB block in the heap, already touched). */
+    const char *glibc_fresh[] = {"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576", NULL};
+
+    struct result res[] = {
+        {"loop64_ns", "malloc(64)+free, hints off", "ns", 0, 0},
+        {"mixed_ns", "mixed sizes, 2 threads, hints off", "ns/op", 0, 0},
+        {"startup_ms", "start-up of /bin/true", "ms", 0, 0},
+        {"large_fresh_ms", "256 MiB hinted, pinned anew vs malloc+first touch", "ms", 0, 0},
+        {"large_pooled_ms", "256 MiB hinted, from the pool vs malloc+first touch", "ms", 0, 0},
+    };
+    double a[5][16], b[5][16];
+    for (int r = 0; r < reps; r++) { /* alternate sides within each round */
+        a[0][r] = run_child("loop64", quick, off);
+        b[0][r] = run_child("loop64", quick, none);
+        b[1][r] = run_child("mixed", quick, none);
+        a[1][r] = run_child("mixed", quick, off);
+        a[2][r] = startup(lib, quick ? 40 : 100);
+        b[2][r] = startup(NULL, quick ? 40 : 100);
+        b[3][r] = b[4][r] = run_child("large", quick, glibc_fresh);
+        a[3][r] = run_child("large", quick, fresh);
+        a[4][r] = run_child("large", quick, pooled);
+        for (int k = 0; k < 5; k++)
+            if (a[k][r] < 0 || b[k][r] < 0) {
+                fprintf(stderr, "malloc_bench: a child failed (%s)\n", res[k].key);
+                return 1;
+            }
+    }
+    for (int k = 0; k < 5; k++) {
+        res[k].with = median(a[k], reps);
+        res[k].without = median(b[k], reps);
+    }
+    printf("malloc_bench (%s, %d rounds, medians)\n\n", quick ? "quick" : "full", reps);
+    printf("| benchmark | dspreload | without | ratio |\n|---|---|---|---|\n");
+    for (int k = 0; k < 5; k++) {
+        if (k == 2)
+            printf("| %s | %.3f %s | %.3f %s | %+.3f ms |\n", res[k].what, res[k].with, res[k].unit,
+                   res[k].without, res[k].unit, res[k].with - res[k].without);
+        else
+            printf("| %s | %.2f %s | %.2f %s | %.3fx |\n", res[k].what, res[k].with, res[k].unit,
+                   res[k].without, res[k].unit, res[k].with / res[k].without);
+    }
+    printf(
+        "\ngoals: malloc(64)+free %s (<= 1.05x), mixed %s (<= 1.05x), start-up %s (<= +0.5 ms)\n",
+        res[0].with / res[0].without <= 1.05 ? "met" : "NOT met",
+        res[1].with / res[1].without <= 1.05 ? "met" : "NOT met",
+        res[2].with - res[2].without <= 0.5 ? "met" : "NOT met");
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) return perror(json), 1;
+        fprintf(f, "{\"benchmark\": \"malloc_bench\", \"mode\": \"%s\", \"rounds\": %d",
+                quick ? "quick" : "full", reps);
+        for (int k = 0; k < 5; k++)
+            fprintf(f, ",\n \"%s\": {\"dspreload\": %.4f, \"without\": %.4f, \"unit\": \"%s\"}",
+                    res[k].key, res[k].with, res[k].without, res[k].unit);
+        fprintf(f, "}\n");
+        fclose(f);
+    }
+    return 0;
+}
