@@ -21,6 +21,8 @@ int cmd_demo(int argc, char **argv) {
     snprintf(cudart, sizeof cudart, "%s/tests/cuda/libcudart.so.13", self_dir());
     if (!getenv("DSPRELOAD_DEMO_CUDART") && access(cudart, R_OK) == 0)
         setenv("DSPRELOAD_DEMO_CUDART", cudart, 1);
+    /* Malloc hints for the demo's large buffers only (docs/malloc-hints.md). */
+    setenv("DSP_MALLOC_MIN", "16M", 0);
     execl(self, self, "--stats", "--", prog, (char *)NULL);
     perror("dspreload: demo");
     return 126;
