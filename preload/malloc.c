@@ -369,6 +369,10 @@ DSP_API void *aligned_alloc(size_t align, size_t n) {
         if (p) return p;
     }
     void *(*fn)(size_t, size_t) = atomic_load_explicit(&real_aligned_alloc, memory_order_relaxed);
+    if (DSP_UNLIKELY(!fn)) {
+        resolve_libc(); /* once; not from inside the slow path */
+        fn = atomic_load(&real_aligned_alloc);
+    }
     return fn ? fn(align, n) : __libc_memalign(align, n);
 }
 
