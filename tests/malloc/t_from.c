@@ -11,14 +11,6 @@
 void *from_lib_malloc(size_t n);
 void *from_lib_calloc(size_t n);
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                           \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
 static atomic_int stop;
 
 static void *churn(void *arg) {
@@ -72,6 +64,5 @@ int main(int argc, char **argv) {
         CHECK(rc == NULL);
     }
     CHECK(stat_of("malloc_hinted_bytes") == 0);
-    printf("PASS\n");
-    return 0;
+    PASS();
 }
