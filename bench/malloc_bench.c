@@ -45,6 +45,38 @@ static double loop64(long n) {
     return (cpu_now(CLOCK_THREAD_CPUTIME_ID) - t) / (double)n * 1e9; /* ns per pair */
 }
 
+/* The same loop through the shim's hooks (malloc, free) and straight into
+ * glibc (__libc_malloc, __libc_free: the same PLT hop an application without
+ * the shim makes), in alternating batches in one process, so that both sides
+ * see the same load. The median of the per-batch ratios, and *hook_ns. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+
+static double loop64_ab(int batches, long n, double *hook_ns, double *libc_ns) {
+    double ratio[64], h[64], l[64];
+    for (int b = 0; b < batches; b++) {
+        double t = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+        for (long i = 0; i < n; i++) {
+            void *p = malloc(64);
+            ESCAPE(p);
+            free(p);
+        }
+        double t1 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+        for (long i = 0; i < n; i++) {
+            void *p = __libc_malloc(64);
+            ESCAPE(p);
+            __libc_free(p);
+        }
+        double t2 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+        h[b] = (t1 - t) / (double)n * 1e9;
+        l[b] = (t2 - t1) / (double)n * 1e9;
+        ratio[b] = h[b] / l[b];
+    }
+    *hook_ns = median(h, batches);
+    *libc_ns = median(l, batches);
+    return median(ratio, batches);
+}
+
 struct mixed_arg {
     long ops;
     unsigned seed;
@@ -93,6 +125,11 @@ static double large(size_t len, int rounds) {
 
 static int child(const char *what, int quick) {
     double v = 0;
+    if (!strcmp(what, "loop64ab")) {
+        double h, l, r = loop64_ab(quick ? 9 : 31, 1000000, &h, &l);
+        printf("%.6f %.4f %.4f\n", r, h, l);
+        return 0;
+    }
     if (!strcmp(what, "loop64"))
         v = loop64(quick ? 5000000 : 20000000);
     else if (!strcmp(what, "mixed"))
@@ -224,6 +261,28 @@ int main(int argc, char **argv) {
         res[k].with = median(a[k], reps);
         res[k].without = median(b[k], reps);
     }
+    /* The in-process A/B of the malloc(64)+free loop: the figure the goal is
+     * judged on (the cross-process one swings with the load of the VM). */
+    double ab[3] = {0, 0, 0};
+    {
+        int fds[2];
+        if (pipe(fds)) return 1;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+        posix_spawn_file_actions_addclose(&fa, fds[0]);
+        char *cargv[] = {(char *)self, "--child", "loop64ab", quick ? "--quick" : "--full", NULL};
+        char *cenv[] = {pre, NULL};
+        pid_t pid;
+        if (posix_spawn(&pid, self, &fa, NULL, cargv, cenv)) return 1;
+        close(fds[1]);
+        char buf[128] = {0};
+        if (read(fds[0], buf, sizeof buf - 1) <= 0 ||
+            sscanf(buf, "%lf %lf %lf", &ab[0], &ab[1], &ab[2]) != 3)
+            return fprintf(stderr, "malloc_bench: the A/B child failed\n"), 1;
+        close(fds[0]);
+        waitpid(pid, NULL, 0);
+    }
     printf("malloc_bench (%s, %d rounds, medians)\n\n", quick ? "quick" : "full", reps);
     printf("| benchmark | dspreload | without | ratio |\n|---|---|---|---|\n");
     for (int k = 0; k < N; k++) {
@@ -234,10 +293,13 @@ int main(int argc, char **argv) {
             printf("| %s | %.2f %s | %.2f %s | %.3fx |\n", res[k].what, res[k].with, res[k].unit,
                    res[k].without, res[k].unit, res[k].with / res[k].without);
     }
+    printf("| malloc(64)+free, hints off, in one process: hooks vs __libc_* (CPU time) | %.2f ns | "
+           "%.2f ns | %.3fx |\n",
+           ab[1], ab[2], ab[0]);
     printf(
-        "\ngoals: malloc(64)+free %s (<= 1.05x), mixed %s (<= 1.05x), start-up %s (<= +0.5 ms)\n",
-        res[0].with / res[0].without <= 1.05 ? "met" : "NOT met",
-        res[1].with / res[1].without <= 1.05 ? "met" : "NOT met",
+        "\ngoals: malloc(64)+free %s (<= 1.05x, in-process A/B), mixed %s (<= 1.05x), start-up %s "
+        "(<= +0.5 ms)\n",
+        ab[0] <= 1.05 ? "met" : "NOT met", res[1].with / res[1].without <= 1.05 ? "met" : "NOT met",
         res[2].with - res[2].without <= 0.5 ? "met" : "NOT met");
     if (json) {
         FILE *f = fopen(json, "w");
@@ -247,7 +309,10 @@ int main(int argc, char **argv) {
         for (int k = 0; k < N; k++)
             fprintf(f, ",\n \"%s\": {\"dspreload\": %.4f, \"without\": %.4f, \"unit\": \"%s\"}",
                     res[k].key, res[k].with, res[k].without, res[k].unit);
-        fprintf(f, "}\n");
+        fprintf(f,
+                ",\n \"loop64_ab\": {\"dspreload\": %.4f, \"without\": %.4f, \"ratio\": %.4f, "
+                "\"unit\": \"ns\"}}\n",
+                ab[1], ab[2], ab[0]);
         fclose(f);
     }
     return 0;
