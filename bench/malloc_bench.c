@@ -175,26 +175,36 @@ static double run_child(const char *what, int quick, const char *const *env_add)
     return atof(buf);
 }
 
-/* Start-up: /bin/true spawned and reaped, ms each (median of a batch): wall
- * time, and the CPU time the child used (*cpu), which load does not inflate. */
-static double startup(const char *preload, int count, double *cpu) {
+/* One /bin/true spawned and reaped: wall ms, and the child's CPU ms in *cpu. */
+static double spawn_true(const char *preload, double *cpu) {
     char pre[4200];
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", preload ? preload : "");
     char *env[] = {pre, NULL}, *argv[] = {"/bin/true", NULL};
-    double v[512], c[512];
+    double t = now();
+    pid_t pid;
+    if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, preload ? env : env + 1)) return -1;
+    int status;
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    *cpu = ((double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6) *
+           1e3;
+    return (now() - t) * 1e3;
+}
+
+/* Start-up with and without the shim, spawned alternately so that both see
+ * the same load: medians of wall and child CPU ms. */
+static int startup(const char *lib, int count, double *with, double *without, double *cpu_with,
+                   double *cpu_without) {
+    double w[512], wo[512], cw[512], cwo[512];
     for (int i = 0; i < count; i++) {
-        double t = now();
-        pid_t pid;
-        if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, preload ? env : env + 1)) return -1;
-        int status;
-        struct rusage ru;
-        wait4(pid, &status, 0, &ru);
-        v[i] = now() - t;
-        c[i] = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+        w[i] = spawn_true(lib, &cw[i]);
+        wo[i] = spawn_true(NULL, &cwo[i]);
+        if (w[i] < 0 || wo[i] < 0) return -1;
     }
-    *cpu = median(c, count) * 1e3;
-    return median(v, count) * 1e3;
+    *with = median(w, count), *without = median(wo, count);
+    *cpu_with = median(cw, count), *cpu_without = median(cwo, count);
+    return 0;
 }
 
 struct result {
@@ -246,8 +256,7 @@ int main(int argc, char **argv) {
         b[0][r] = run_child("loop64", quick, none);
         b[1][r] = run_child("mixed", quick, none);
         a[1][r] = run_child("mixed", quick, off);
-        a[2][r] = startup(lib, quick ? 40 : 100, &a[5][r]);
-        b[2][r] = startup(NULL, quick ? 40 : 100, &b[5][r]);
+        if (startup(lib, quick ? 40 : 100, &a[2][r], &b[2][r], &a[5][r], &b[5][r])) a[2][r] = -1;
         b[3][r] = b[4][r] = run_child("large", quick, glibc_fresh);
         a[3][r] = run_child("large", quick, fresh);
         a[4][r] = run_child("large", quick, pooled);

@@ -111,10 +111,10 @@ static void configure(void) {
     atomic_store_explicit(&configured, 2, memory_order_release);
 }
 
-/* Called with busy set: 1 once the rules are known. Initialisation may run
- * here, inside the first large allocation (a library constructor's, before
- * ours); before libc itself is initialised (no environment yet) a later call
- * decides. */
+/* Called with busy set: 1 once the rules are known. Until then gate is 0 and
+ * every allocation comes here, so initialisation may run inside the first one
+ * (a library constructor's, before ours); before libc itself is initialised
+ * (no environment yet) a later call decides. */
 static int hints_ready(void) {
     if (DSP_LIKELY(atomic_load_explicit(&configured, memory_order_acquire) == 2)) return 1;
     if (!environ || !dsp_ensure_init()) return 0;
