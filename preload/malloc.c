@@ -210,7 +210,8 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
      * are the most pinned memory there is. Never the CUDA layer's make_room:
      * no driver call from an allocation path. */
     struct dsp_block b;
-    if (!dsp_block_alloc(req, DSP_BLK_REGISTERED | DSP_BLK_QUIET, &b)) {
+    if (!dsp_block_alloc(req, DSP_BLK_REGISTERED | DSP_BLK_QUIET | DSP_BLK_USER(DSP_BLOCKF_MALLOC),
+                         &b)) {
         dsp_stat_sub(DSP_ST_malloc_hinted_bytes, len);
         dsp_log_once(&refused_logged, DSP_LOG_WARN,
                      "malloc hints: the manager cannot pin %zu more bytes (DSP_MAX_PINNED, "
@@ -218,8 +219,10 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
                      len);
         goto rejected;
     }
-    if ((b.flags & DSP_BLOCKF_REG) && (b.flags & DSP_BLOCKF_USER))
-        dsp_block_set_registered(b.base, 0); /* no cudaHostAlloc flags on malloc memory */
+    /* A registered span keeps its last owner's bits: no cudaHostAlloc flags
+     * on malloc memory, and the mark that free() may take it. */
+    if ((b.flags & DSP_BLOCKF_REG) && (b.flags & DSP_BLOCKF_USER) != DSP_BLOCKF_MALLOC)
+        dsp_block_set_registered(b.base, DSP_BLOCKF_MALLOC);
     p = (void *)dsp_align_up_ptr(b.base, align);
     if (zero && !b.fresh) memset(p, 0, n);
     dsp_stat_add(DSP_ST_malloc_hinted, 1);
@@ -232,16 +235,22 @@ out:
     return p;
 }
 
+/* The hinted block holding p: 1 and *b, or 0 for anything else in the arena
+ * (dsp_alloc and cudaHostAlloc blocks are not free()'s to take). */
+static int hinted_block(const void *p, struct dsp_block *b) {
+    return dsp_block_holding(p, b) && (b->flags & DSP_BLOCKF_MALLOC);
+}
+
 static __attribute__((noinline)) void hinted_free(void *p) {
     int saved = errno, was = busy;
     busy = 1;
     struct dsp_block b;
-    if (dsp_block_holding(p, &b) && dsp_block_free(b.base) >= 0) {
+    if (hinted_block(p, &b) && dsp_block_free(b.base) >= 0) {
         if (!b.inherited) dsp_stat_sub(DSP_ST_malloc_hinted_bytes, b.len);
     } else {
         dsp_log_once(&foreign_logged, DSP_LOG_WARN,
-                     "free or realloc of %p: inside the pinned arena but no live block (freed "
-                     "twice?); ignored",
+                     "free or realloc of %p: inside the pinned arena but no live malloc'd "
+                     "block (freed twice, or a dsp_alloc/cudaHostAlloc block?); ignored",
                      p);
     }
     busy = was;
@@ -280,7 +289,7 @@ static __attribute__((noinline)) void *realloc_up(void *p, size_t n, const void 
  * it; otherwise moves, to a new hinted block or to glibc below the threshold. */
 static __attribute__((noinline)) void *realloc_hinted(void *p, size_t n, const void *caller) {
     struct dsp_block b;
-    if (!dsp_block_holding(p, &b)) {
+    if (!hinted_block(p, &b)) {
         hinted_free(p); /* logs */
         errno = ENOMEM;
         return NULL;
@@ -400,5 +409,5 @@ DSP_API void *pvalloc(size_t n) {
 DSP_API size_t malloc_usable_size(void *p) {
     if (DSP_LIKELY(!dsp_in_arena(p))) return usable_foreign(p);
     struct dsp_block b;
-    return dsp_block_holding(p, &b) ? b.base + b.len - (uintptr_t)p : 0;
+    return hinted_block(p, &b) ? b.base + b.len - (uintptr_t)p : 0;
 }

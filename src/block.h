@@ -12,10 +12,15 @@ enum {
     DSP_BLK_REGISTERED = 2,    /* try the pool of CUDA-registered spans first */
     DSP_BLK_QUIET = 4, /* a budget refusal is neither logged nor counted (a retry follows) */
 };
+/* The layer's own flag bits for a block not taken from the registered pool
+ * (that one keeps its bits; its taker sets them with dsp_block_set_registered). */
+#define DSP_BLK_USER(bits) ((unsigned)(bits) << 16)
 
 /* Registry flags of a manager block. */
 #define DSP_BLOCKF_REG  0x8000u /* its span is registered with the CUDA driver */
 #define DSP_BLOCKF_USER 0x7fffu /* the layer's own bits (CUDA: the flags asked for) */
+#define DSP_BLOCKF_MALLOC                                                                          \
+    0x2000u /* a malloc hint's block: free() may take it (CUDA's bits are 0x400f) */
 
 struct dsp_block {
     uintptr_t base;

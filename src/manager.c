@@ -51,7 +51,7 @@ static void fill(struct dsp_block *out, const struct dsp_span *s) {
     out->base = s->base;
     out->len = s->block;
     out->span_len = s->len;
-    out->flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
+    out->flags = s->reg ? DSP_BLOCKF_REG | s->user : s->user;
     out->inherited = 0;
     out->fresh = 0;
 }
@@ -59,7 +59,7 @@ static void fill(struct dsp_block *out, const struct dsp_span *s) {
 /* Under mu: publishes a span as a live block of len bytes. */
 static int go_live(struct dsp_span *s, size_t len) {
     s->block = len;
-    unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
+    unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : s->user;
     if (dsp_reg_insert(s->base, len, DSP_RANGE_BLOCK, flags, s) != 0) {
         dsp_log_once(&meta_logged, DSP_LOG_WARN,
                      "out of memory for the registry; the caller falls back");
@@ -78,8 +78,12 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
 
     pthread_mutex_lock(&m->mu);
+    unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
-    if (!s) s = dsp_pool_get(len);
+    if (!s) {
+        s = dsp_pool_get(len);
+        if (s) s->user = user; /* a general pool span: its bits were its last owner's */
+    }
     if (s) {
         if (go_live(s, len) != 0) {
             retire(s);
@@ -144,6 +148,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         return fail(ENOMEM);
     }
     s->counted = 1;
+    s->user = user;
     if (go_live(s, len) != 0) {
         retire(s);
         pthread_mutex_unlock(&m->mu);
