@@ -147,7 +147,10 @@ static int child(const char *what, int quick) {
 static const char *self;
 
 /* Runs `self --child what` with extra environment entries; its number. */
-static double run_child(const char *what, int quick, const char *const *env_add) {
+/* Runs `self --child what` with extra environment entries; its output into
+ * out: 0, or -1 when it failed. */
+static int child_output(const char *what, int quick, const char *const *env_add, char *out,
+                        size_t cap) {
     char *env[256];
     int n = 0;
     for (char **e = environ; *e && n < 200; e++)
@@ -166,13 +169,18 @@ static double run_child(const char *what, int quick, const char *const *env_add)
     pid_t pid;
     if (posix_spawn(&pid, self, &fa, NULL, argv, env)) return -1;
     close(fds[1]);
-    char buf[64] = {0};
-    ssize_t got = read(fds[0], buf, sizeof buf - 1);
+    memset(out, 0, cap);
+    ssize_t got = read(fds[0], out, cap - 1);
     close(fds[0]);
     int status;
     waitpid(pid, &status, 0);
-    if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status)) return -1;
-    return atof(buf);
+    return got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) ? -1 : 0;
+}
+
+/* The child's one number, or -1. */
+static double run_child(const char *what, int quick, const char *const *env_add) {
+    char buf[64];
+    return child_output(what, quick, env_add, buf, sizeof buf) ? -1 : atof(buf);
 }
 
 /* One /bin/true spawned and reaped: wall ms, and the child's CPU ms in *cpu. */
@@ -270,27 +278,15 @@ int main(int argc, char **argv) {
         res[k].with = median(a[k], reps);
         res[k].without = median(b[k], reps);
     }
-    /* The in-process A/B of the malloc(64)+free loop: the figure the goal is
-     * judged on (the cross-process one swings with the load of the VM). */
+    /* The in-process A/B of the malloc(64)+free loop: both sides under the
+     * same load, but sensitive to the code layout of this program (runs of
+     * different builds gave 0.93x to 1.16x); the goal needs both figures. */
     double ab[3] = {0, 0, 0};
-    {
-        int fds[2];
-        if (pipe(fds)) return 1;
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-        posix_spawn_file_actions_addclose(&fa, fds[0]);
-        char *cargv[] = {(char *)self, "--child", "loop64ab", quick ? "--quick" : "--full", NULL};
-        char *cenv[] = {pre, NULL};
-        pid_t pid;
-        if (posix_spawn(&pid, self, &fa, NULL, cargv, cenv)) return 1;
-        close(fds[1]);
-        char buf[128] = {0};
-        if (read(fds[0], buf, sizeof buf - 1) <= 0 ||
-            sscanf(buf, "%lf %lf %lf", &ab[0], &ab[1], &ab[2]) != 3)
-            return fprintf(stderr, "malloc_bench: the A/B child failed\n"), 1;
-        close(fds[0]);
-        waitpid(pid, NULL, 0);
+    char abuf[128];
+    if (child_output("loop64ab", quick, off, abuf, sizeof abuf) ||
+        sscanf(abuf, "%lf %lf %lf", &ab[0], &ab[1], &ab[2]) != 3) {
+        fprintf(stderr, "malloc_bench: the A/B child failed\n");
+        return 1;
     }
     printf("malloc_bench (%s, %d rounds, medians)\n\n", quick ? "quick" : "full", reps);
     printf("| benchmark | dspreload | without | ratio |\n|---|---|---|---|\n");
@@ -305,11 +301,11 @@ int main(int argc, char **argv) {
     printf("| malloc(64)+free, hints off, in one process: hooks vs __libc_* (CPU time) | %.2f ns | "
            "%.2f ns | %.3fx |\n",
            ab[1], ab[2], ab[0]);
-    printf(
-        "\ngoals: malloc(64)+free %s (<= 1.05x, in-process A/B), mixed %s (<= 1.05x), start-up %s "
-        "(<= +0.5 ms)\n",
-        ab[0] <= 1.05 ? "met" : "NOT met", res[1].with / res[1].without <= 1.05 ? "met" : "NOT met",
-        res[2].with - res[2].without <= 0.5 ? "met" : "NOT met");
+    printf("\ngoals: malloc(64)+free %s (<= 1.05x, both ways), mixed %s (<= 1.05x), start-up %s "
+           "(<= +0.5 ms)\n",
+           ab[0] <= 1.05 && res[0].with / res[0].without <= 1.05 ? "met" : "NOT met",
+           res[1].with / res[1].without <= 1.05 ? "met" : "NOT met",
+           res[2].with - res[2].without <= 0.5 ? "met" : "NOT met");
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) return perror(json), 1;
