@@ -24,6 +24,8 @@ int cmd_demo(int argc, char **argv) {
     snprintf(cufile, sizeof cufile, "%s/tests/cufile/libcufile.so.0", self_dir());
     if (!getenv("DSPRELOAD_DEMO_CUFILE") && access(cufile, R_OK) == 0)
         setenv("DSPRELOAD_DEMO_CUFILE", cufile, 1);
+    /* Malloc hints for the demo's large buffers only (docs/malloc-hints.md). */
+    setenv("DSP_MALLOC_MIN", "16M", 0);
     execl(self, self, "--stats", "--", prog, (char *)NULL);
     perror("dspreload: demo");
     return 126;

@@ -20,7 +20,8 @@
 static const char *const help_text =
     USAGE "\n"
           "Runs COMMAND with libdspreload.so preloaded: pinned host memory for CUDA\n"
-          "(cudaHostAlloc, tensor.pin_memory()) served by one pooled, exact-size manager.\n"
+          "(cudaHostAlloc, tensor.pin_memory()) served by one pooled, exact-size manager,\n"
+          "and with --malloc-min, large allocations born pinned (malloc hints).\n"
           "Children inherit it, so it works under torchrun, deepspeed, mpirun and srun.\n"
           "\n"
           "options (each sets the DSP_* variable named; VAR=value sets any variable):\n"
@@ -31,6 +32,7 @@ static const char *const help_text =
           "  --pool-max SIZE      DSP_POOL_MAX: 4G, 10%\n"
           "  --hugepages MODE     DSP_HUGEPAGES: auto, always or never\n"
           "  --cuda MODE          DSP_CUDA: auto or off\n"
+          "  --malloc-min SIZE    DSP_MALLOC_MIN: pin allocations of SIZE and more (1M)\n"
           "  --lib PATH           preload this library instead of the one found beside dspreload\n"
           "  -h, --help           this text;  --version  the version\n"
           "\n"
@@ -83,6 +85,7 @@ static const struct {
     {"--stats-file", DSP_OPT_STATS_FILE}, {"--log", DSP_OPT_LOG},
     {"--max-pinned", DSP_OPT_MAX_PINNED}, {"--pool-max", DSP_OPT_POOL_MAX},
     {"--hugepages", DSP_OPT_HUGEPAGES},   {"--cuda", DSP_OPT_CUDA},
+    {"--malloc-min", DSP_OPT_MALLOC_MIN},
 };
 
 /* Checks a DSP_* setting as the library will parse it: 0, or a usage error. */

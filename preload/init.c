@@ -3,8 +3,11 @@
 #include "../src/manager.h"
 #include "../src/stats.h"
 
+void dsp_malloc_init(void); /* malloc.c */
+
 __attribute__((constructor)) static void dsp_preload_init(void) {
     dsp_ensure_init();
+    dsp_malloc_init();
 }
 
 __attribute__((destructor)) static void dsp_preload_fini(void) {

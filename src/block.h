@@ -12,10 +12,15 @@ enum {
     DSP_BLK_REGISTERED = 2,    /* try the pool of CUDA-registered spans first */
     DSP_BLK_QUIET = 4, /* a budget refusal is neither logged nor counted (a retry follows) */
 };
+/* The layer's own flag bits for a block not taken from the registered pool
+ * (that one keeps its bits; its taker sets them with dsp_block_set_registered). */
+#define DSP_BLK_USER(bits) ((unsigned)(bits) << 16)
 
 /* Registry flags of a manager block. */
 #define DSP_BLOCKF_REG  0x8000u /* its span is registered with the CUDA driver */
 #define DSP_BLOCKF_USER 0x7fffu /* the layer's own bits (CUDA: the flags asked for) */
+#define DSP_BLOCKF_MALLOC                                                                          \
+    0x2000u /* a malloc hint's block: free() may take it (CUDA's bits are 0x400f) */
 
 struct dsp_block {
     uintptr_t base;
@@ -23,6 +28,7 @@ struct dsp_block {
     size_t span_len; /* from dsp_block_alloc: the memory behind it, >= len, to register whole */
     unsigned flags;  /* DSP_BLOCKF_* */
     int inherited;   /* from the parent across fork: not pinned here, never a driver call */
+    int fresh;       /* from dsp_block_alloc: newly mapped, so it reads as zeros */
 };
 
 /* A live block of at least size bytes, or NULL with errno (as dsp_alloc). */
@@ -31,6 +37,10 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out);
 /* The live block holding p, pinned in this process (not inherited across
  * fork): 1 with *out filled, else 0. Lock-free. */
 int dsp_block_find(const void *p, struct dsp_block *out);
+
+/* The live block holding p, inherited or not: 1 with *out filled, else 0.
+ * Lock-free. */
+int dsp_block_holding(const void *p, struct dsp_block *out);
 
 /* The live block starting exactly at base, inherited or not: 1 or 0. */
 int dsp_block_at(uintptr_t base, struct dsp_block *out);

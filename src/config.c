@@ -134,7 +134,8 @@ int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long
         *out = 0;
         return 0;
     case DSP_T_SIZE:
-        if (!strcmp(d->def, "auto") && word_eq(text, "auto")) {
+        /* "auto" (or "off") where it is the default: DSP_SIZE_AUTO. */
+        if ((!strcmp(d->def, "auto") || !strcmp(d->def, "off")) && word_eq(text, d->def)) {
             *out = (long long)DSP_SIZE_AUTO;
             return 0;
         }
@@ -187,7 +188,7 @@ static void set_default(enum dsp_opt_id id, size_t ram) {
 
 void dsp_config_load(char *const *env, size_t ram) {
     for (int i = 0; i < DSP_OPT_COUNT; i++) set_default((enum dsp_opt_id)i, ram);
-    dsp_cfg.stats_file[0] = 0;
+    dsp_cfg.stats_file[0] = dsp_cfg.malloc_from[0] = 0;
     if (!env) return;
     for (char *const *e = env; *e; e++) {
         const char *kv = *e;
@@ -219,14 +220,17 @@ void dsp_config_load(char *const *env, size_t ram) {
             continue;
         }
         dsp_cfg.val[id] = v;
-        if (id == DSP_OPT_STATS_FILE) {
-            size_t len = strlen(value);
-            if (len >= sizeof dsp_cfg.stats_file) {
-                dsp_warn("%s is longer than %u bytes; ignored", d->name,
-                         (unsigned)sizeof dsp_cfg.stats_file - 1);
+        char *str = id == DSP_OPT_STATS_FILE    ? dsp_cfg.stats_file
+                    : id == DSP_OPT_MALLOC_FROM ? dsp_cfg.malloc_from
+                                                : NULL;
+        if (str) {
+            size_t len = strlen(value), cap = id == DSP_OPT_STATS_FILE ? sizeof dsp_cfg.stats_file
+                                                                       : sizeof dsp_cfg.malloc_from;
+            if (len >= cap) {
+                dsp_warn("%s is longer than %u bytes; ignored", d->name, (unsigned)cap - 1);
                 continue;
             }
-            memcpy(dsp_cfg.stats_file, value, len + 1);
+            memcpy(str, value, len + 1);
         }
     }
 }

@@ -25,12 +25,14 @@ struct dsp_opt_desc {
 
 extern const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT];
 
-/* Parsed values. SIZE options hold bytes, with DSP_SIZE_AUTO for "auto";
+/* Parsed values. SIZE options hold bytes, with DSP_SIZE_AUTO for "auto" (or
+ * "off", where that is the default);
  * ENUM options the index of the choice; BOOL 0/1. */
 #define DSP_SIZE_AUTO ((size_t)-1)
 struct dsp_config {
     long long val[DSP_OPT_COUNT];
     char stats_file[4096];
+    char malloc_from[1024];
 };
 extern struct dsp_config dsp_cfg;
 

@@ -51,14 +51,15 @@ static void fill(struct dsp_block *out, const struct dsp_span *s) {
     out->base = s->base;
     out->len = s->block;
     out->span_len = s->len;
-    out->flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
+    out->flags = s->reg ? DSP_BLOCKF_REG | s->user : s->user;
     out->inherited = 0;
+    out->fresh = 0;
 }
 
 /* Under mu: publishes a span as a live block of len bytes. */
 static int go_live(struct dsp_span *s, size_t len) {
     s->block = len;
-    unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : 0;
+    unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : s->user;
     if (dsp_reg_insert(s->base, len, DSP_RANGE_BLOCK, flags, s) != 0) {
         dsp_log_once(&meta_logged, DSP_LOG_WARN,
                      "out of memory for the registry; the caller falls back");
@@ -77,8 +78,12 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
 
     pthread_mutex_lock(&m->mu);
+    unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
-    if (!s) s = dsp_pool_get(len);
+    if (!s) {
+        s = dsp_pool_get(len);
+        if (s) s->user = user; /* a general pool span: its bits were its last owner's */
+    }
     if (s) {
         if (go_live(s, len) != 0) {
             retire(s);
@@ -143,6 +148,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         return fail(ENOMEM);
     }
     s->counted = 1;
+    s->user = user;
     if (go_live(s, len) != 0) {
         retire(s);
         pthread_mutex_unlock(&m->mu);
@@ -150,6 +156,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     }
     dsp_stat_add(DSP_ST_pinned_new_bytes, len);
     fill(out, s);
+    if (out) out->fresh = 1;
     pthread_mutex_unlock(&m->mu);
     return (void *)s->base;
 }
@@ -161,13 +168,17 @@ static int to_block(const struct dsp_range *r, struct dsp_block *out) {
     out->span_len = out->len; /* only registered blocks ever sit on a larger span */
     out->flags = r->flags;
     out->inherited = r->gen != dsp_reg_generation();
+    out->fresh = 0;
     return 1;
 }
 
 int dsp_block_find(const void *p, struct dsp_block *out) {
+    return dsp_block_holding(p, out) && !out->inherited;
+}
+
+int dsp_block_holding(const void *p, struct dsp_block *out) {
     struct dsp_range r;
-    if (!dsp_in_arena(p) || !dsp_reg_find((uintptr_t)p, &r)) return 0;
-    return to_block(&r, out) && !out->inherited;
+    return dsp_in_arena(p) && dsp_reg_find((uintptr_t)p, &r) && to_block(&r, out);
 }
 
 int dsp_block_at(uintptr_t base, struct dsp_block *out) {

@@ -38,11 +38,10 @@ static inline int dsp_ensure_init(void) {
            dsp_init_slow();
 }
 
+/* Two loads and a compare: free() runs this on every pointer. */
 static inline int dsp_in_arena(const void *p) {
-    uintptr_t a = (uintptr_t)p;
-    return a - atomic_load_explicit(&dsp_mgr.lo, memory_order_relaxed) <
-           atomic_load_explicit(&dsp_mgr.hi, memory_order_relaxed) -
-               atomic_load_explicit(&dsp_mgr.lo, memory_order_relaxed);
+    uintptr_t lo = atomic_load_explicit(&dsp_mgr.lo, memory_order_relaxed);
+    return (uintptr_t)p - lo < atomic_load_explicit(&dsp_mgr.hi, memory_order_relaxed) - lo;
 }
 
 /* arena.c: address space. */

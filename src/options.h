@@ -53,3 +53,16 @@ DSP_OPTION(CUFILE_REGISTER_MAX, SIZE, "8G", "bytes (8G, 512M); 0 registers nothi
            "Most bytes of device memory the cuFile layer keeps registered on its own; "
            "past it the least recently used registration is released first. Allocations "
            "larger than this are never registered by the shim.")
+DSP_OPTION(MALLOC_MIN, SIZE, "off", "off or bytes (1M, 64K)",
+           "Malloc hints: allocations of at least this many bytes (malloc, calloc, realloc, "
+           "posix_memalign, aligned_alloc, memalign, valloc, pvalloc) are served pinned by the "
+           "manager, so that a later pin_memory(), cudaHostRegister or O_DIRECT write finds "
+           "them pinned. off: every allocation goes to the real allocator, at the cost of one "
+           "branch. See docs/malloc-hints.md.")
+DSP_OPTION(MALLOC_MAX, SIZE, "auto", "auto, bytes (8G) or a share of RAM (25%)",
+           "Most bytes of hinted allocations alive at once; past it, allocations go to the "
+           "real allocator. auto: only DSP_MAX_PINNED limits them.")
+DSP_OPTION(MALLOC_FROM, STRING, "", "comma-separated library names (libtorch_cpu.so,libfoo)",
+           "Only hint allocations whose caller lies in one of these libraries (a name matches "
+           "a loaded file whose name equals it or starts with it followed by a dot). Each call "
+           "site is resolved once and cached. Empty: any caller.")

@@ -86,6 +86,11 @@ static void print_summary(void) {
                 "device allocations registered, %llu calls passed through",
                 G(cufile_direct_host), dsp_fmt_bytes(a, sizeof a, G(cufile_direct_bytes)),
                 G(cufile_autoregistered), G(cufile_passthrough));
+    if (G(malloc_hinted) || G(malloc_hint_rejected))
+        dsp_say("stats: malloc hints: %llu allocations pinned (%s live now), %llu left to the "
+                "real allocator",
+                G(malloc_hinted), dsp_fmt_bytes(a, sizeof a, G(malloc_hinted_bytes)),
+                G(malloc_hint_rejected));
 #undef G
 }
 
@@ -124,6 +129,7 @@ static int active(void) {
                                            DSP_ST_cufile_direct_host,
                                            DSP_ST_cufile_autoregistered,
                                            DSP_ST_cufile_passthrough,
+                                           DSP_ST_malloc_hint_rejected,
                                            DSP_ST_blocks_live,
                                            DSP_ST_aio_iocbs};
     for (size_t i = 0; i < sizeof any / sizeof *any; i++)

@@ -37,6 +37,12 @@ DSP_STAT(cufile_autoregistered, COUNTER,
          "device allocations the shim registered with cuFileBufRegister")
 DSP_STAT(cufile_passthrough, COUNTER,
          "cuFileRead/cuFileWrite calls handed to the real library with nothing done by the shim")
+DSP_STAT(malloc_hinted, COUNTER, "allocations served pinned by malloc hints")
+DSP_STAT(malloc_hinted_bytes, GAUGE,
+         "bytes of hinted allocations alive now (what DSP_MALLOC_MAX caps)")
+DSP_STAT(malloc_hint_rejected, COUNTER,
+         "allocations of at least DSP_MALLOC_MIN handed to the real allocator (caller filter, "
+         "DSP_MALLOC_MAX, or the manager refused)")
 DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")
 DSP_STAT(aio_iocbs, COUNTER, "iocbs io_submit accepted")

@@ -6,9 +6,11 @@
 # attribute checks, H2D bandwidth) and, where PyTorch is installed, the torch
 # checks (is_pinned of tensors and slices, non-blocking copies, bandwidth
 # against torch's own pinned memory, pin_memory+emptyCache cycles,
-# cudart().cudaHostRegister on a slice), and the cuFile check (a 1 GiB file
-# read by cuFileRead into pinned host and device memory with the machine's
-# libcufile, verified). Prints every figure and the ratios;
+# cudart().cudaHostRegister on a slice; malloc hints: torch.empty(20.4 GiB)
+# .pin_memory() returns the same storage, pinned under 21 GiB against torch's
+# 32 GiB), and the cuFile check (a 1 GiB file read by cuFileRead into pinned
+# host and device memory with the machine's libcufile, verified). Prints every
+# figure and the ratios;
 # copy the output into docs/gpu-results.md with the date.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -44,6 +46,10 @@ print("ratio h2d vs torch-native pinned %.3f (goal >= 0.98)" % (b["h2d_GBps"] / 
 print("ratio d2h vs torch-native pinned %.3f (goal >= 0.98)" % (b["d2h_GBps"] / a["d2h_GBps"]))
 print("ratio pin_memory+emptyCache cycle %.2fx" % (a["pin_empty_cycle"] / b["pin_empty_cycle"]))
 PY
+  # Malloc hints (docs/malloc-hints.md): a 20.4 GiB torch.empty born pinned.
+  echo "== torch malloc hints, without the shim"; python3 tests/gpu/torch_malloc_check.py | tee "$out/m_plain.txt"
+  echo "== torch malloc hints, with the shim (DSP_MALLOC_MIN=1M)"
+  LD_PRELOAD=$lib DSP_MALLOC_MIN=1M DSP_STATS=1 python3 tests/gpu/torch_malloc_check.py | tee "$out/m_shim.txt"
 else
   echo "== torch with CUDA not available: torch checks skipped"
 fi

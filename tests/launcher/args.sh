@@ -20,6 +20,8 @@ expect_usage "--log needs a value" --log
 expect_usage "no command" --stats --
 expect_usage "stats" stats
 expect_usage "env" env --bogus
+expect_usage "DSP_MALLOC_MIN" --malloc-min lots -- true
+"$cmd" --malloc-min 1M -- sh -c 'test "$DSP_MALLOC_MIN" = 1M' || fail "--malloc-min does not reach the command"
 "$cmd" --help | grep -q '^usage: dspreload' || fail "--help"
 "$cmd" --version | grep -q '^dspreload [0-9]' || fail "--version"
 echo "PASS"

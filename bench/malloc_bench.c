@@ -1,0 +1,324 @@
+/* The malloc layer's benchmark. Run as `malloc_bench LIBDSPRELOAD [--quick]
+ * [--json FILE]`: it runs itself as child processes, without the shim and
+ * with it, alternating, and reports medians and ratios:
+ *   1. a malloc(64) + free loop, hints off (the shim's cost on every program);
+ *   2. a mixed-size allocation workload on two threads, hints off;
+ *   3. start-up of a trivial program (/bin/true) with and without the shim;
+ *   4. with hints on: a large allocation served pinned (fresh, and from the
+ *      pool) against glibc's malloc plus the first touch of the same memory.
+ * Goals (issue 5): 1 and 2 at most 1.05x, 3 at most +0.5 ms. */
+#include "timing.h"
+
+#include <pthread.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory") /* keep GCC from eliding malloc */
+
+/* CPU time, not wall time, for the hints-off overhead: the machine these
+ * figures come from is shared, and other jobs' load inflates wall time of
+ * both sides by different amounts (a run at load 7 measured 1.30x wall for
+ * what is 1.1x in CPU time). */
+static double cpu_now(clockid_t which) {
+    struct timespec t;
+    clock_gettime(which, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* --- the workloads, run in a child ------------------------------------------ */
+
+static double loop64(long n) {
+    double t = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+    for (long i = 0; i < n; i++) {
+        void *p = malloc(64);
+        ESCAPE(p);
+        free(p);
+    }
+    return (cpu_now(CLOCK_THREAD_CPUTIME_ID) - t) / (double)n * 1e9; /* ns per pair */
+}
+
+/* The same loop through the shim's hooks (malloc, free) and straight into
+ * glibc (__libc_malloc, __libc_free: the same PLT hop an application without
+ * the shim makes), in alternating batches in one process, so that both sides
+ * see the same load. The median of the per-batch ratios, and *hook_ns. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+
+static double loop64_ab(int batches, long n, double *hook_ns, double *libc_ns) {
+    double ratio[64], h[64], l[64];
+    for (int b = 0; b < batches; b++) {
+        double t = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+        for (long i = 0; i < n; i++) {
+            void *p = malloc(64);
+            ESCAPE(p);
+            free(p);
+        }
+        double t1 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+        for (long i = 0; i < n; i++) {
+            void *p = __libc_malloc(64);
+            ESCAPE(p);
+            __libc_free(p);
+        }
+        double t2 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+        h[b] = (t1 - t) / (double)n * 1e9;
+        l[b] = (t2 - t1) / (double)n * 1e9;
+        ratio[b] = h[b] / l[b];
+    }
+    *hook_ns = median(h, batches);
+    *libc_ns = median(l, batches);
+    return median(ratio, batches);
+}
+
+struct mixed_arg {
+    long ops;
+    unsigned seed;
+};
+
+static void *mixed_thread(void *arg) {
+    struct mixed_arg *a = arg;
+    void *slot[256] = {0};
+    uint64_t s = a->seed * 0x9e3779b97f4a7c15ull + 1;
+    for (long i = 0; i < a->ops; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        int k = (int)(s & 255);
+        size_t n = (s >> 8) % 16 == 0 ? 4096 + (s >> 20) % (60 << 10) : 16 + (s >> 20) % 1000;
+        free(slot[k]);
+        slot[k] = (s >> 12) % 4 == 0 ? calloc(1, n) : malloc(n);
+        ((char *)slot[k])[0] = 1;
+        if ((s >> 16) % 8 == 0) slot[k] = realloc(slot[k], n * 2);
+    }
+    for (int k = 0; k < 256; k++) free(slot[k]);
+    return NULL;
+}
+
+static double mixed(long ops) {
+    pthread_t t[2];
+    struct mixed_arg a[2] = {{ops, 1}, {ops, 2}};
+    double t0 = cpu_now(CLOCK_PROCESS_CPUTIME_ID);
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, mixed_thread, &a[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    return (cpu_now(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)(2 * ops) * 1e9; /* CPU ns per op */
+}
+
+/* A large allocation and the first write to each of its pages: what a
+ * program pays to have the memory in hand. ms per allocation. */
+static double large(size_t len, int rounds) {
+    double best[64];
+    for (int r = 0; r < rounds; r++) {
+        double t = now();
+        char *p = malloc(len);
+        for (size_t off = 0; off < len; off += 4096) p[off] = 1;
+        best[r] = now() - t;
+        ESCAPE(p);
+        free(p);
+    }
+    return median(best, rounds) * 1e3;
+}
+
+static int child(const char *what, int quick) {
+    double v = 0;
+    if (!strcmp(what, "loop64ab")) {
+        double h, l, r = loop64_ab(quick ? 9 : 31, 1000000, &h, &l);
+        printf("%.6f %.4f %.4f\n", r, h, l);
+        return 0;
+    }
+    if (!strcmp(what, "loop64"))
+        v = loop64(quick ? 5000000 : 20000000);
+    else if (!strcmp(what, "mixed"))
+        v = mixed(quick ? 500000 : 2000000);
+    else if (!strcmp(what, "large"))
+        v = large((size_t)256 << 20, quick ? 3 : 5);
+    else
+        return 2;
+    printf("%.6f\n", v);
+    return 0;
+}
+
+/* --- the driver ----------------------------------------------------------------- */
+
+static const char *self;
+
+/* Runs `self --child what` with extra environment entries; its number. */
+/* Runs `self --child what` with extra environment entries; its output into
+ * out: 0, or -1 when it failed. */
+static int child_output(const char *what, int quick, const char *const *env_add, char *out,
+                        size_t cap) {
+    char *env[256];
+    int n = 0;
+    for (char **e = environ; *e && n < 200; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "DSP_", 4) &&
+            strncmp(*e, "GLIBC_TUNABLES=", 15))
+            env[n++] = *e;
+    for (; env_add && *env_add; env_add++) env[n++] = (char *)*env_add;
+    env[n] = NULL;
+    int fds[2];
+    if (pipe(fds)) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    char *argv[] = {(char *)self, "--child", (char *)what, quick ? "--quick" : "--full", NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, self, &fa, NULL, argv, env)) return -1;
+    close(fds[1]);
+    memset(out, 0, cap);
+    ssize_t got = read(fds[0], out, cap - 1);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) ? -1 : 0;
+}
+
+/* The child's one number, or -1. */
+static double run_child(const char *what, int quick, const char *const *env_add) {
+    char buf[64];
+    return child_output(what, quick, env_add, buf, sizeof buf) ? -1 : atof(buf);
+}
+
+/* One /bin/true spawned and reaped: wall ms, and the child's CPU ms in *cpu. */
+static double spawn_true(const char *preload, double *cpu) {
+    char pre[4200];
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", preload ? preload : "");
+    char *env[] = {pre, NULL}, *argv[] = {"/bin/true", NULL};
+    double t = now();
+    pid_t pid;
+    if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, preload ? env : env + 1)) return -1;
+    int status;
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    *cpu = ((double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6) *
+           1e3;
+    return (now() - t) * 1e3;
+}
+
+/* Start-up with and without the shim, spawned alternately so that both see
+ * the same load: medians of wall and child CPU ms. */
+static int startup(const char *lib, int count, double *with, double *without, double *cpu_with,
+                   double *cpu_without) {
+    double w[512], wo[512], cw[512], cwo[512];
+    for (int i = 0; i < count; i++) {
+        w[i] = spawn_true(lib, &cw[i]);
+        wo[i] = spawn_true(NULL, &cwo[i]);
+        if (w[i] < 0 || wo[i] < 0) return -1;
+    }
+    *with = median(w, count), *without = median(wo, count);
+    *cpu_with = median(cw, count), *cpu_without = median(cwo, count);
+    return 0;
+}
+
+struct result {
+    const char *key, *what, *unit;
+    double with, without;
+};
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[1], "--child"))
+        return child(argv[2], argc > 3 && !strcmp(argv[3], "--quick"));
+    if (argc < 2) {
+        fprintf(stderr, "usage: malloc_bench LIBDSPRELOAD [--quick] [--json FILE]\n");
+        return 2;
+    }
+    self = "/proc/self/exe";
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) exe[len] = 0, self = exe;
+    const char *lib = argv[1], *json = NULL;
+    int quick = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    }
+    int reps = quick ? 3 : 7;
+    char pre[4200];
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
+    const char *off[] = {pre, NULL}, *none[] = {NULL};
+    /* Hints on at 1 MiB; pool off so every large block is pinned anew, or on. */
+    const char *fresh[] = {pre, "DSP_MALLOC_MIN=1M", "DSP_POOL_MAX=0", NULL};
+    const char *pooled[] = {pre, "DSP_MALLOC_MIN=1M", NULL};
+    /* glibc: large blocks stay mmapped and are unmapped at free, so every
+     * round touches fresh memory (its dynamic threshold would otherwise keep
+     * a freed 256 MiB block in the heap, already touched). */
+    const char *glibc_fresh[] = {"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576", NULL};
+
+    struct result res[] = {
+        {"loop64_ns", "malloc(64)+free, hints off (CPU time)", "ns", 0, 0},
+        {"mixed_ns", "mixed sizes, 2 threads, hints off (CPU time)", "ns/op", 0, 0},
+        {"startup_ms", "start-up of /bin/true (wall)", "ms", 0, 0},
+        {"large_fresh_ms", "256 MiB hinted, pinned anew vs malloc+first touch", "ms", 0, 0},
+        {"large_pooled_ms", "256 MiB hinted, from the pool vs malloc+first touch", "ms", 0, 0},
+        {"startup_cpu_ms", "start-up of /bin/true (CPU time of the child)", "ms", 0, 0},
+    };
+    enum { N = sizeof res / sizeof *res };
+    double a[N][16], b[N][16];
+    for (int r = 0; r < reps; r++) { /* alternate sides within each round */
+        a[0][r] = run_child("loop64", quick, off);
+        b[0][r] = run_child("loop64", quick, none);
+        b[1][r] = run_child("mixed", quick, none);
+        a[1][r] = run_child("mixed", quick, off);
+        if (startup(lib, quick ? 40 : 100, &a[2][r], &b[2][r], &a[5][r], &b[5][r])) a[2][r] = -1;
+        b[3][r] = b[4][r] = run_child("large", quick, glibc_fresh);
+        a[3][r] = run_child("large", quick, fresh);
+        a[4][r] = run_child("large", quick, pooled);
+        for (int k = 0; k < N; k++)
+            if (a[k][r] < 0 || b[k][r] < 0) {
+                fprintf(stderr, "malloc_bench: a child failed (%s)\n", res[k].key);
+                return 1;
+            }
+    }
+    for (int k = 0; k < N; k++) {
+        res[k].with = median(a[k], reps);
+        res[k].without = median(b[k], reps);
+    }
+    /* The in-process A/B of the malloc(64)+free loop: both sides under the
+     * same load, but sensitive to the code layout of this program (runs of
+     * different builds gave 0.93x to 1.16x); the goal needs both figures. */
+    double ab[3] = {0, 0, 0};
+    char abuf[128];
+    if (child_output("loop64ab", quick, off, abuf, sizeof abuf) ||
+        sscanf(abuf, "%lf %lf %lf", &ab[0], &ab[1], &ab[2]) != 3) {
+        fprintf(stderr, "malloc_bench: the A/B child failed\n");
+        return 1;
+    }
+    printf("malloc_bench (%s, %d rounds, medians)\n\n", quick ? "quick" : "full", reps);
+    printf("| benchmark | dspreload | without | ratio |\n|---|---|---|---|\n");
+    for (int k = 0; k < N; k++) {
+        if (k == 2 || k == 5)
+            printf("| %s | %.3f %s | %.3f %s | %+.3f ms |\n", res[k].what, res[k].with, res[k].unit,
+                   res[k].without, res[k].unit, res[k].with - res[k].without);
+        else
+            printf("| %s | %.2f %s | %.2f %s | %.3fx |\n", res[k].what, res[k].with, res[k].unit,
+                   res[k].without, res[k].unit, res[k].with / res[k].without);
+    }
+    printf("| malloc(64)+free, hints off, in one process: hooks vs __libc_* (CPU time) | %.2f ns | "
+           "%.2f ns | %.3fx |\n",
+           ab[1], ab[2], ab[0]);
+    printf("\ngoals: malloc(64)+free %s (<= 1.05x, both ways), mixed %s (<= 1.05x), start-up %s "
+           "(<= +0.5 ms)\n",
+           ab[0] <= 1.05 && res[0].with / res[0].without <= 1.05 ? "met" : "NOT met",
+           res[1].with / res[1].without <= 1.05 ? "met" : "NOT met",
+           res[2].with - res[2].without <= 0.5 ? "met" : "NOT met");
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) return perror(json), 1;
+        fprintf(f, "{\"benchmark\": \"malloc_bench\", \"mode\": \"%s\", \"rounds\": %d",
+                quick ? "quick" : "full", reps);
+        for (int k = 0; k < N; k++)
+            fprintf(f, ",\n \"%s\": {\"dspreload\": %.4f, \"without\": %.4f, \"unit\": \"%s\"}",
+                    res[k].key, res[k].with, res[k].without, res[k].unit);
+        fprintf(f,
+                ",\n \"loop64_ab\": {\"dspreload\": %.4f, \"without\": %.4f, \"ratio\": %.4f, "
+                "\"unit\": \"ns\"}}\n",
+                ab[1], ab[2], ab[0]);
+        fclose(f);
+    }
+    return 0;
+}

@@ -1,0 +1,413 @@
+/* Malloc hints (docs/malloc-hints.md): allocations of at least DSP_MALLOC_MIN
+ * bytes are served pinned by the manager, everything else goes to glibc's
+ * allocator through its __libc_* entry points (no dlsym bootstrap).
+ *
+ * The hot paths are one compare each: sizes below `gate` go straight to glibc
+ * (gate is SIZE_MAX while hints are off), and free() asks dsp_in_arena (two
+ * loads and a compare) whether the pointer can be a manager block at all.
+ *
+ * Re-entrancy: anything the slow path calls that allocates (initialisation,
+ * dl_iterate_phdr, the manager's prefault threads, dlsym) comes back here with
+ * the thread's `busy` flag set and goes straight to glibc. */
+#include "../src/block.h"
+#include "../src/config.h"
+#include "../src/log.h"
+#include "../src/malloc_rules.h"
+#include "../src/manager.h"
+#include "../src/stats.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+extern char **environ;
+extern char *program_invocation_name;
+
+/* Sizes at or over gate take the slow path: 0 until the rules are known (so
+ * the first calls initialise), SIZE_MAX while hints are off, else
+ * DSP_MALLOC_MIN. */
+static _Atomic size_t gate;
+static _Atomic int configured; /* 0, 1 being decided, 2 decided */
+static size_t hint_max;        /* DSP_MALLOC_MAX, SIZE_MAX for auto */
+static int nfrom;              /* DSP_MALLOC_FROM names; 0: any caller */
+static char from[DSP_MRULE_NAMES][DSP_MRULE_NAME_LEN];
+static struct dsp_sites sites;      /* call sites already resolved */
+static _Atomic uint64_t sites_seen; /* the loader's adds + subs when they were */
+static DSP_TLS int busy;            /* this thread is inside the slow path */
+static int budget_logged, refused_logged, foreign_logged;
+
+/* glibc's own functions that have no __libc_* entry point, found in libc
+ * itself (not RTLD_NEXT: another allocator may sit there) on first use. */
+static size_t (*_Atomic real_usable)(void *);
+static void *(*_Atomic real_aligned_alloc)(size_t, size_t);
+static _Atomic int libc_resolved;
+
+/* With busy set (dlopen and dlsym allocate). */
+static void resolve_libc_busy(void) {
+    if (atomic_load_explicit(&libc_resolved, memory_order_acquire)) return;
+    Dl_info info;
+    void *h = NULL;
+    if (dladdr((void *)__libc_malloc, &info) && info.dli_fname)
+        h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (h) {
+        atomic_store(&real_usable, (size_t(*)(void *))dlsym(h, "malloc_usable_size"));
+        atomic_store(&real_aligned_alloc, (void *(*)(size_t, size_t))dlsym(h, "aligned_alloc"));
+        dlclose(h); /* drops only the reference RTLD_NOLOAD took */
+    }
+    if (!atomic_load(&real_usable))
+        dsp_warn("glibc's malloc_usable_size not found: realloc keeps glibc blocks in glibc");
+    atomic_store_explicit(&libc_resolved, 1, memory_order_release);
+}
+
+static void resolve_libc(void) {
+    if (busy) return;
+    busy = 1;
+    resolve_libc_busy();
+    busy = 0;
+}
+
+static size_t usable_foreign(void *p) {
+    size_t (*fn)(void *) = atomic_load_explicit(&real_usable, memory_order_relaxed);
+    if (DSP_UNLIKELY(!fn)) {
+        resolve_libc();
+        fn = atomic_load(&real_usable);
+    }
+    return fn ? fn(p) : 0;
+}
+
+/* --- the rules ----------------------------------------------------------- */
+
+static void configure(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&configured, &expected, 1)) return;
+    size_t min = (size_t)dsp_opt(DSP_OPT_MALLOC_MIN), g = SIZE_MAX;
+    if (min != DSP_SIZE_AUTO) {
+        size_t max = (size_t)dsp_opt(DSP_OPT_MALLOC_MAX);
+        hint_max = max == DSP_SIZE_AUTO ? SIZE_MAX : max;
+        int dropped;
+        nfrom = dsp_mrule_names(dsp_cfg.malloc_from, from, DSP_MRULE_NAMES, &dropped);
+        if (dropped)
+            dsp_warn("DSP_MALLOC_FROM: %d name(s) ignored (at most %d names of %d characters)",
+                     dropped, DSP_MRULE_NAMES, DSP_MRULE_NAME_LEN - 1);
+        resolve_libc_busy();
+        g = min ? min : 1;
+        if (dsp_cfg.malloc_from[0] && !nfrom) {
+            dsp_warn("DSP_MALLOC_FROM names no library; malloc hints are off");
+            g = SIZE_MAX;
+        } else {
+            dsp_info("malloc hints on: allocations of %zu bytes and more%s%s", g,
+                     nfrom ? " from " : "", nfrom ? dsp_cfg.malloc_from : "");
+        }
+    }
+    atomic_store_explicit(&gate, g, memory_order_release);
+    atomic_store_explicit(&configured, 2, memory_order_release);
+}
+
+/* Called with busy set: 1 once the rules are known. Until then gate is 0 and
+ * every allocation comes here, so initialisation may run inside the first one
+ * (a library constructor's, before ours); before libc itself is initialised
+ * (no environment yet) a later call decides. */
+static int hints_ready(void) {
+    if (DSP_LIKELY(atomic_load_explicit(&configured, memory_order_acquire) == 2)) return 1;
+    if (!environ || !dsp_ensure_init()) return 0;
+    configure();
+    return atomic_load_explicit(&configured, memory_order_acquire) == 2;
+}
+
+/* Library constructor: decides the rules before main. */
+void dsp_malloc_init(void) {
+    if (busy) return;
+    busy = 1;
+    hints_ready();
+    busy = 0;
+}
+
+struct site_search {
+    uintptr_t addr;
+    uint64_t loader_count;
+    int allowed;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg) {
+    struct site_search *s = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        s->loader_count = info->dlpi_adds + info->dlpi_subs;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || s->addr - (info->dlpi_addr + ph->p_vaddr) >= ph->p_memsz)
+            continue;
+        /* The main program has no name here: it goes by argv[0]. */
+        const char *path =
+            info->dlpi_name && *info->dlpi_name ? info->dlpi_name : program_invocation_name;
+        s->allowed = dsp_mrule_path_matches(path, (const char(*)[DSP_MRULE_NAME_LEN])from, nfrom);
+        return 1;
+    }
+    return 0;
+}
+
+/* DSP_MALLOC_FROM: whether the caller's code lies in a named library. Each
+ * call site is resolved once with dl_iterate_phdr (no dladdr: it takes the
+ * loader's lock and may allocate) and cached lock-free; code in no loaded
+ * object counts as "not from". No lock of ours is held here, so a malloc the
+ * loader makes under its own lock (dlopen) cannot deadlock against us. The
+ * cache is emptied when the loader's count of loads and unloads has changed
+ * since it was filled (checked on each miss). */
+static int caller_allowed(const void *caller) {
+    if (!nfrom) return 1;
+    uintptr_t a = (uintptr_t)caller;
+    int v = dsp_sites_get(&sites, a);
+    if (v >= 0) return v;
+    struct site_search s = {a, 0, 0};
+    dl_iterate_phdr(find_object, &s);
+    uint64_t seen = atomic_load_explicit(&sites_seen, memory_order_relaxed);
+    if (s.loader_count != seen &&
+        atomic_compare_exchange_strong(&sites_seen, &seen, s.loader_count))
+        dsp_sites_clear(&sites);
+    dsp_sites_put(&sites, a, s.allowed);
+    return s.allowed;
+}
+
+/* DSP_MALLOC_MAX: the gauge malloc_hinted_bytes is the account (a forked
+ * child's restarts at zero with the rest of its statistics). */
+static int budget_take(size_t len) {
+    uint64_t now =
+        atomic_fetch_add_explicit(&dsp_stat[DSP_ST_malloc_hinted_bytes], len, memory_order_relaxed);
+    if (now + len <= hint_max) return 1;
+    dsp_stat_sub(DSP_ST_malloc_hinted_bytes, len);
+    return 0;
+}
+
+/* --- the slow paths -------------------------------------------------------- */
+
+/* A hinted block of n bytes aligned to align, or NULL: then the caller calls
+ * the real allocator. errno is left as it was. */
+static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *caller, int zero) {
+    if (busy) return NULL;
+    busy = 1;
+    int saved = errno;
+    void *p = NULL;
+    size_t req;
+    if (!hints_ready() || n < atomic_load_explicit(&gate, memory_order_relaxed) ||
+        dsp_mrule_request(n, align, &req) != 0)
+        goto out;
+    if (!caller_allowed(caller)) goto rejected;
+    size_t len = dsp_align_up(req, DSP_PAGE);
+    if (!budget_take(len)) {
+        dsp_log_once(&budget_logged, DSP_LOG_INFO,
+                     "malloc hints: DSP_MALLOC_MAX reached; larger allocations go to the real "
+                     "allocator until hinted ones are freed");
+        goto rejected;
+    }
+    /* Registered spans first: pooled after a CUDA call registered them, they
+     * are the most pinned memory there is. Never the CUDA layer's make_room:
+     * no driver call from an allocation path. */
+    struct dsp_block b;
+    if (!dsp_block_alloc(req, DSP_BLK_REGISTERED | DSP_BLK_QUIET | DSP_BLK_USER(DSP_BLOCKF_MALLOC),
+                         &b)) {
+        dsp_stat_sub(DSP_ST_malloc_hinted_bytes, len);
+        dsp_log_once(&refused_logged, DSP_LOG_WARN,
+                     "malloc hints: the manager cannot pin %zu more bytes (DSP_MAX_PINNED, "
+                     "RLIMIT_MEMLOCK or memory); such allocations go to the real allocator",
+                     len);
+        goto rejected;
+    }
+    /* A registered span keeps its last owner's bits: no cudaHostAlloc flags
+     * on malloc memory, and the mark that free() may take it. */
+    if ((b.flags & DSP_BLOCKF_REG) && (b.flags & DSP_BLOCKF_USER) != DSP_BLOCKF_MALLOC)
+        dsp_block_set_registered(b.base, DSP_BLOCKF_MALLOC);
+    p = (void *)dsp_align_up_ptr(b.base, align);
+    if (zero && !b.fresh) memset(p, 0, n);
+    dsp_stat_add(DSP_ST_malloc_hinted, 1);
+    goto out;
+rejected:
+    dsp_stat_add(DSP_ST_malloc_hint_rejected, 1);
+out:
+    errno = saved;
+    busy = 0;
+    return p;
+}
+
+/* The hinted block holding p: 1 and *b, or 0 for anything else in the arena
+ * (dsp_alloc and cudaHostAlloc blocks are not free()'s to take). */
+static int hinted_block(const void *p, struct dsp_block *b) {
+    return dsp_block_holding(p, b) && (b->flags & DSP_BLOCKF_MALLOC);
+}
+
+static __attribute__((noinline)) void hinted_free(void *p) {
+    int saved = errno, was = busy;
+    busy = 1;
+    struct dsp_block b;
+    if (hinted_block(p, &b) && dsp_block_free(b.base) >= 0) {
+        if (!b.inherited) dsp_stat_sub(DSP_ST_malloc_hinted_bytes, b.len);
+    } else {
+        dsp_log_once(&foreign_logged, DSP_LOG_WARN,
+                     "free or realloc of %p: inside the pinned arena but no live malloc'd "
+                     "block (freed twice, or a dsp_alloc/cudaHostAlloc block?); ignored",
+                     p);
+    }
+    busy = was;
+    errno = saved;
+}
+
+static __attribute__((noinline)) void *malloc_slow(size_t n, const void *caller) {
+    void *p = hint(n, 1, caller, 0);
+    return p ? p : __libc_malloc(n);
+}
+
+static __attribute__((noinline)) void *calloc_slow(size_t m, size_t s, const void *caller) {
+    size_t n;
+    if (!__builtin_mul_overflow(m, s, &n)) {
+        void *p = hint(n, 1, caller, 1);
+        if (p) return p;
+    }
+    return __libc_calloc(m, s); /* ENOMEM on overflow, as glibc */
+}
+
+/* A glibc block (or NULL) that grows to n >= DSP_MALLOC_MIN moves to the
+ * manager when the rules allow. */
+static __attribute__((noinline)) void *realloc_up(void *p, size_t n, const void *caller) {
+    if (p && !usable_foreign(p)) return __libc_realloc(p, n);
+    void *q = hint(n, 1, caller, 0);
+    if (!q) return __libc_realloc(p, n);
+    if (p) {
+        size_t old = usable_foreign(p);
+        memcpy(q, p, old < n ? old : n);
+        __libc_free(p);
+    }
+    return q;
+}
+
+/* A hinted block: stays where it is while n fits it and uses at least half of
+ * it; otherwise moves, to a new hinted block or to glibc below the threshold. */
+static __attribute__((noinline)) void *realloc_hinted(void *p, size_t n, const void *caller) {
+    struct dsp_block b;
+    if (!hinted_block(p, &b)) {
+        hinted_free(p); /* logs */
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!n) { /* glibc frees and returns NULL */
+        hinted_free(p);
+        return NULL;
+    }
+    size_t usable = b.base + b.len - (uintptr_t)p;
+    if (n <= usable && n >= usable / 2 && n >= atomic_load_explicit(&gate, memory_order_relaxed))
+        return p;
+    void *q = n >= atomic_load_explicit(&gate, memory_order_relaxed) ? hint(n, 1, caller, 0) : NULL;
+    if (!q) q = __libc_malloc(n);
+    if (!q) return NULL; /* ENOMEM from glibc; p untouched */
+    memcpy(q, p, usable < n ? usable : n);
+    hinted_free(p);
+    return q;
+}
+
+static inline void *do_realloc(void *p, size_t n, const void *caller) {
+    if (DSP_LIKELY(!dsp_in_arena(p))) {
+        if (DSP_LIKELY(n < atomic_load_explicit(&gate, memory_order_relaxed)))
+            return __libc_realloc(p, n);
+        return realloc_up(p, n, caller);
+    }
+    return realloc_hinted(p, n, caller);
+}
+
+static inline int is_pow2(size_t a) {
+    return a && !(a & (a - 1));
+}
+
+/* --- the interposed family --------------------------------------------------- */
+
+#define CALLER() __builtin_return_address(0)
+#define SLOW(n)  DSP_UNLIKELY((n) >= atomic_load_explicit(&gate, memory_order_relaxed))
+
+DSP_API void *malloc(size_t n) {
+    if (DSP_LIKELY(n < atomic_load_explicit(&gate, memory_order_relaxed))) return __libc_malloc(n);
+    return malloc_slow(n, CALLER());
+}
+
+DSP_API void free(void *p) {
+    if (DSP_LIKELY(!dsp_in_arena(p))) {
+        __libc_free(p); /* preserves errno itself */
+        return;
+    }
+    hinted_free(p);
+}
+
+DSP_API void *calloc(size_t m, size_t s) {
+    /* The product may wrap: then it is small, glibc sees the overflow and
+     * fails with ENOMEM, or large, and calloc_slow checks. */
+    if (DSP_LIKELY(m * s < atomic_load_explicit(&gate, memory_order_relaxed)))
+        return __libc_calloc(m, s);
+    return calloc_slow(m, s, CALLER());
+}
+
+DSP_API void *realloc(void *p, size_t n) {
+    return do_realloc(p, n, CALLER());
+}
+
+DSP_API void *reallocarray(void *p, size_t m, size_t s) {
+    size_t n;
+    if (__builtin_mul_overflow(m, s, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return do_realloc(p, n, CALLER());
+}
+
+DSP_API int posix_memalign(void **out, size_t align, size_t n) {
+    if (!dsp_mrule_posix_align_ok(align)) return EINVAL;
+    void *p = SLOW(n) ? hint(n, align, CALLER(), 0) : NULL;
+    if (!p) p = __libc_memalign(align, n);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+DSP_API void *aligned_alloc(size_t align, size_t n) {
+    /* Only power-of-two alignments are hinted; glibc decides on the rest (2.36
+     * rounds them up like memalign, 2.38 fails with EINVAL). */
+    if (SLOW(n) && is_pow2(align)) {
+        void *p = hint(n, align, CALLER(), 0);
+        if (p) return p;
+    }
+    void *(*fn)(size_t, size_t) = atomic_load_explicit(&real_aligned_alloc, memory_order_relaxed);
+    if (DSP_UNLIKELY(!fn)) {
+        resolve_libc(); /* once; not from inside the slow path */
+        fn = atomic_load(&real_aligned_alloc);
+    }
+    return fn ? fn(align, n) : __libc_memalign(align, n);
+}
+
+DSP_API void *memalign(size_t align, size_t n) {
+    if (SLOW(n) && is_pow2(align)) {
+        void *p = hint(n, align, CALLER(), 0);
+        if (p) return p;
+    }
+    return __libc_memalign(align, n);
+}
+
+DSP_API void *valloc(size_t n) {
+    void *p = SLOW(n) ? hint(n, DSP_PAGE, CALLER(), 0) : NULL;
+    return p ? p : __libc_valloc(n);
+}
+
+DSP_API void *pvalloc(size_t n) {
+    size_t r;
+    void *p = NULL;
+    if (SLOW(n) && !__builtin_add_overflow(n, DSP_PAGE - 1, &r))
+        p = hint(r & ~(DSP_PAGE - 1), DSP_PAGE, CALLER(), 0);
+    return p ? p : __libc_pvalloc(n);
+}
+
+DSP_API size_t malloc_usable_size(void *p) {
+    if (DSP_LIKELY(!dsp_in_arena(p))) return usable_foreign(p);
+    struct dsp_block b;
+    return hinted_block(p, &b) ? b.base + b.len - (uintptr_t)p : 0;
+}

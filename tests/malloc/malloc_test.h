@@ -1,0 +1,14 @@
+/* For the malloc-hint tests: programs run under LD_PRELOAD=libdspreload.so
+ * with DSP_MALLOC_MIN set; they reach the shim's API through dlsym
+ * (cuda_test.h's helpers: shim, stat_of, CHECK, PASS). */
+#ifndef DSP_MALLOC_TEST_H
+#define DSP_MALLOC_TEST_H
+
+#include "../cuda/cuda_test.h"
+
+/* Pinned by the manager (a hinted block), as every layer sees it. */
+static inline int pinned(const void *p, size_t n) {
+    return is_pinned(p, n);
+}
+
+#endif
