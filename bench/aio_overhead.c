@@ -30,17 +30,11 @@ static double batch_ns(submit_fn submit, long nr, struct iocb **list, int calls)
 }
 
 int main(int argc, char **argv) {
-    int quick = 0;
-    const char *json = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
-            return 2;
-        }
+    int quick;
+    const char *json;
+    if (schema_args(argc, argv, 1, "--json", &quick, &json) != 0) {
+        fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+        return 2;
     }
     submit_fn hook = (submit_fn)dlsym(RTLD_DEFAULT, "io_submit");
     void *h = dlopen("libaio.so.1", RTLD_NOW | RTLD_NOLOAD);

@@ -80,17 +80,9 @@ static int run_side(char *const argv0, const char *preload, int quick, struct si
 
 int main(int argc, char **argv) {
     if (getenv("DSPRELOAD_BENCH_SIDE")) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
-    int quick = 0;
-    const char *json = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--schema-json") && i + 1 < argc)
-            json = argv[++i];
-        else
-            argc = 0;
-    }
-    if (argc < 2) {
+    int quick;
+    const char *json;
+    if (argc < 2 || schema_args(argc, argv, 2, "--schema-json", &quick, &json) != 0) {
         fprintf(stderr, "usage: cuda_bench LIBDSPRELOAD [--quick] [--schema-json FILE]\n");
         return 2;
     }

@@ -16,17 +16,11 @@
 #define CLOBBER(p) __asm__ volatile("" : : "r"(p) : "memory")
 
 int main(int argc, char **argv) {
-    int quick = 0;
-    const char *json = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
-            return 2;
-        }
+    int quick;
+    const char *json;
+    if (schema_args(argc, argv, 1, "--json", &quick, &json) != 0) {
+        fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+        return 2;
     }
     int reps = quick ? 3 : 7;
     char *a = malloc(LEN), *b = malloc(LEN);

@@ -214,4 +214,21 @@ static inline int schema_write(const char *path, const char *bench, int quick) {
     return fclose(f) ? -1 : 0;
 }
 
+/* The common command line, argv[first..]: --quick, and json_flag FILE (the
+ * JSON to write). 0, or -1 on anything else (the caller prints its usage). */
+static inline int schema_args(int argc, char **argv, int first, const char *json_flag, int *quick,
+                              const char **json) {
+    *quick = 0;
+    *json = NULL;
+    for (int i = first; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            *quick = 1;
+        else if (!strcmp(argv[i], json_flag) && i + 1 < argc)
+            *json = argv[++i];
+        else
+            return -1;
+    }
+    return 0;
+}
+
 #endif
