@@ -32,10 +32,9 @@ static double batch_ns(submit_fn submit, long nr, struct iocb **list, int calls)
 int main(int argc, char **argv) {
     int quick;
     const char *json;
-    if (schema_args(argc, argv, 1, "--json", &quick, &json) != 0) {
-        fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+    if (schema_args(argc, argv, 1, "--json",
+                    "aio_overhead [--quick] [--json FILE]  (under LD_PRELOAD)", &quick, &json) != 0)
         return 2;
-    }
     submit_fn hook = (submit_fn)dlsym(RTLD_DEFAULT, "io_submit");
     void *h = dlopen("libaio.so.1", RTLD_NOW | RTLD_NOLOAD);
     submit_fn direct = h ? (submit_fn)dlvsym(h, "io_submit", "LIBAIO_0.1") : NULL;

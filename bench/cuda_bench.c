@@ -82,10 +82,9 @@ int main(int argc, char **argv) {
     if (getenv("DSPRELOAD_BENCH_SIDE")) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
     int quick;
     const char *json;
-    if (argc < 2 || schema_args(argc, argv, 2, "--schema-json", &quick, &json) != 0) {
-        fprintf(stderr, "usage: cuda_bench LIBDSPRELOAD [--quick] [--schema-json FILE]\n");
+    if (schema_args(argc, argv, 2, "--schema-json",
+                    "cuda_bench LIBDSPRELOAD [--quick] [--schema-json FILE]", &quick, &json) != 0)
         return 2;
-    }
     struct side w, s; /* without, with the shim */
     if (run_side(argv[0], NULL, quick, &w) || run_side(argv[0], argv[1], quick, &s)) {
         fprintf(stderr, "cuda_bench: a run failed\n");

@@ -18,10 +18,8 @@
 int main(int argc, char **argv) {
     int quick;
     const char *json;
-    if (schema_args(argc, argv, 1, "--json", &quick, &json) != 0) {
-        fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+    if (schema_args(argc, argv, 1, "--json", "limits [--quick] [--json FILE]", &quick, &json) != 0)
         return 2;
-    }
     int reps = quick ? 3 : 7;
     char *a = malloc(LEN), *b = malloc(LEN);
     if (!a || !b) {

@@ -215,9 +215,9 @@ static inline int schema_write(const char *path, const char *bench, int quick) {
 }
 
 /* The common command line, argv[first..]: --quick, and json_flag FILE (the
- * JSON to write). 0, or -1 on anything else (the caller prints its usage). */
-static inline int schema_args(int argc, char **argv, int first, const char *json_flag, int *quick,
-                              const char **json) {
+ * JSON to write). 0, or -1 after printing "usage: USAGE" on anything else. */
+static inline int schema_args(int argc, char **argv, int first, const char *json_flag,
+                              const char *usage, int *quick, const char **json) {
     *quick = 0;
     *json = NULL;
     for (int i = first; i < argc; i++) {
@@ -226,9 +226,11 @@ static inline int schema_args(int argc, char **argv, int first, const char *json
         else if (!strcmp(argv[i], json_flag) && i + 1 < argc)
             *json = argv[++i];
         else
-            return -1;
+            first = -1;
     }
-    return 0;
+    if (first >= 0 && argc >= first) return 0;
+    fprintf(stderr, "usage: %s\n", usage);
+    return -1;
 }
 
 #endif
