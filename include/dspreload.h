@@ -34,8 +34,8 @@ int dsp_free(void *ptr);
  * a range another layer registered as pinned), else 0. len 0 asks about ptr. */
 int dsp_is_pinned(const void *ptr, size_t len);
 
-/* Releases every cached (pooled) block back to the kernel. Returns the bytes
- * released. */
+/* Releases every cached (pooled) block back to the kernel, the libaio bounce
+ * buffers kept for reuse included. Returns the bytes released. */
 size_t dsp_trim(void);
 
 /* The statistics as one JSON object, snprintf-style: writes at most cap bytes

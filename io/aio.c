@@ -12,6 +12,7 @@
  * The shim links no libaio: the real functions are found at the first call,
  * by version (FIELD-NOTES 4), in a libaio loaded RTLD_LOCAL too; without one,
  * the system calls themselves stand in (libaio's functions are thin wrappers). */
+#include "../src/block.h"
 #include "../src/config.h"
 #include "../src/errname.h"
 #include "../src/internal.h"
@@ -160,6 +161,7 @@ static void resolve(void) {
         policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
         active = 1;
         pthread_atfork(fork_prepare, fork_parent, fork_child);
+        dsp_add_trimmer(dsp_bounce_trim);
         static const char *const names[] = {"misaligned", "unpinned", "never", "all"};
         dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes", names[policy],
                  dsp_opt(DSP_OPT_BOUNCE_POOL));

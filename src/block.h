@@ -69,6 +69,11 @@ struct dsp_layer_ops {
 };
 void dsp_set_layer(const struct dsp_layer_ops *ops);
 
+/* Another layer's cache of live blocks kept for reuse (the libaio bounce
+ * pool): dsp_trim() calls fn too and adds the bytes it gave back. At most a
+ * few; registering one twice is a no-op. */
+void dsp_add_trimmer(size_t (*fn)(void));
+
 /* Eviction: takes up to max pooled registered spans, largest first, while
  * pooled memory is over DSP_POOL_MAX (or all of them with all != 0); the
  * caller unregisters each base with the driver, then hands the token to

@@ -259,10 +259,25 @@ DSP_API int dsp_is_pinned(const void *ptr, size_t len) {
     return dsp_reg_contains((uintptr_t)ptr, len);
 }
 
+static size_t (*_Atomic trimmers[4])(void);
+
+void dsp_add_trimmer(size_t (*fn)(void)) {
+    for (size_t i = 0; i < sizeof trimmers / sizeof *trimmers; i++) {
+        size_t (*none)(void) = NULL;
+        if (atomic_compare_exchange_strong(&trimmers[i], &none, fn) || none == fn) return;
+    }
+}
+
 DSP_API size_t dsp_trim(void) {
     if (!dsp_ensure_init()) return 0;
+    /* Layers' caches first: what they give back lands in the pool below. */
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof trimmers / sizeof *trimmers; i++) {
+        size_t (*fn)(void) = atomic_load(&trimmers[i]);
+        if (fn) fn();
+    }
     pthread_mutex_lock(&dsp_mgr.mu);
-    size_t n = dsp_pool_release_until(0);
+    n += dsp_pool_release_until(0);
     pthread_mutex_unlock(&dsp_mgr.mu);
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
     if (layer) n += layer->trim();
