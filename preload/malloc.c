@@ -6,9 +6,10 @@
  * (gate is SIZE_MAX while hints are off), and free() asks dsp_in_arena (two
  * loads and a compare) whether the pointer can be a manager block at all.
  *
- * Re-entrancy: anything the slow path calls that allocates (initialisation,
- * dl_iterate_phdr, the manager's prefault threads, dlsym) comes back here with
- * the thread's `busy` flag set and goes straight to glibc. */
+ * Re-entrancy: anything the slow path calls that allocates on this thread
+ * (initialisation, dl_iterate_phdr, dlsym) comes back here with the thread's
+ * `busy` flag set and goes straight to glibc; the manager's prefault threads
+ * allocate nothing. */
 #include "../src/block.h"
 #include "../src/config.h"
 #include "../src/log.h"
@@ -187,6 +188,16 @@ static int budget_take(size_t len) {
 
 /* --- the slow paths -------------------------------------------------------- */
 
+/* A hinted block's own bits: the malloc mark, and log2 of an alignment above
+ * the page (0 for the page or less), so that free() knows the one pointer it
+ * handed out (CUDA's bits are 0x400f). */
+#define ALIGN_SHIFT 4
+#define ALIGN_BITS  0x01f0u
+static unsigned mark_for(size_t align) {
+    unsigned shift = align > DSP_PAGE ? (unsigned)__builtin_ctzll(align) : 0;
+    return DSP_BLOCKF_MALLOC | shift << ALIGN_SHIFT;
+}
+
 /* A hinted block of n bytes aligned to align, or NULL: then the caller calls
  * the real allocator. errno is left as it was. */
 static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *caller, int zero) {
@@ -210,8 +221,8 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
      * are the most pinned memory there is. Never the CUDA layer's make_room:
      * no driver call from an allocation path. */
     struct dsp_block b;
-    if (!dsp_block_alloc(req, DSP_BLK_REGISTERED | DSP_BLK_QUIET | DSP_BLK_USER(DSP_BLOCKF_MALLOC),
-                         &b)) {
+    unsigned mark = mark_for(align);
+    if (!dsp_block_alloc(req, DSP_BLK_REGISTERED | DSP_BLK_QUIET | DSP_BLK_USER(mark), &b)) {
         dsp_stat_sub(DSP_ST_malloc_hinted_bytes, len);
         dsp_log_once(&refused_logged, DSP_LOG_WARN,
                      "malloc hints: the manager cannot pin %zu more bytes (DSP_MAX_PINNED, "
@@ -221,8 +232,8 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
     }
     /* A registered span keeps its last owner's bits: no cudaHostAlloc flags
      * on malloc memory, and the mark that free() may take it. */
-    if ((b.flags & DSP_BLOCKF_REG) && (b.flags & DSP_BLOCKF_USER) != DSP_BLOCKF_MALLOC)
-        dsp_block_set_registered(b.base, DSP_BLOCKF_MALLOC);
+    if ((b.flags & DSP_BLOCKF_REG) && (b.flags & DSP_BLOCKF_USER) != mark)
+        dsp_block_set_registered(b.base, mark);
     p = (void *)dsp_align_up_ptr(b.base, align);
     if (zero && !b.fresh) memset(p, 0, n);
     dsp_stat_add(DSP_ST_malloc_hinted, 1);
@@ -235,10 +246,20 @@ out:
     return p;
 }
 
-/* The hinted block holding p: 1 and *b, or 0 for anything else in the arena
- * (dsp_alloc and cudaHostAlloc blocks are not free()'s to take). */
+/* The pointer hint() handed out for block b: its base, or the base aligned up
+ * to an alignment above the page, whose log2 the block's bits keep. */
+static uintptr_t handed_out(const struct dsp_block *b) {
+    unsigned shift = (b->flags & ALIGN_BITS) >> ALIGN_SHIFT;
+    return shift ? dsp_align_up_ptr(b->base, (size_t)1 << shift) : b->base;
+}
+
+/* The hinted block that p starts: 1 and *b, or 0 for anything else in the
+ * arena: dsp_alloc and cudaHostAlloc blocks are not free()'s to take, and an
+ * interior pointer frees nothing (glibc aborts on one; taking the whole block
+ * from its owner would corrupt memory silently). */
 static int hinted_block(const void *p, struct dsp_block *b) {
-    return dsp_block_holding(p, b) && (b->flags & DSP_BLOCKF_MALLOC);
+    return dsp_block_holding(p, b) && (b->flags & DSP_BLOCKF_MALLOC) &&
+           (uintptr_t)p == handed_out(b);
 }
 
 static __attribute__((noinline)) void hinted_free(void *p) {
@@ -248,10 +269,12 @@ static __attribute__((noinline)) void hinted_free(void *p) {
     if (hinted_block(p, &b) && dsp_block_free(b.base) >= 0) {
         if (!b.inherited) dsp_stat_sub(DSP_ST_malloc_hinted_bytes, b.len);
     } else {
-        dsp_log_once(&foreign_logged, DSP_LOG_WARN,
-                     "free or realloc of %p: inside the pinned arena but no live malloc'd "
-                     "block (freed twice, or a dsp_alloc/cudaHostAlloc block?); ignored",
-                     p);
+        dsp_log_once(
+            &foreign_logged, DSP_LOG_WARN,
+            "free or realloc of %p: inside the pinned arena but no live malloc'd "
+            "block starts there (freed twice, an interior pointer, or a dsp_alloc/cudaHostAlloc "
+            "block?); ignored",
+            p);
     }
     busy = was;
     errno = saved;

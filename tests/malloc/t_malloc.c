@@ -337,3 +337,29 @@ Test(malloc, free_leaves_other_layers_blocks_alone) {
     cr_assert_eq(stat_of("malloc_hinted_bytes"), 0);
     cr_assert_eq(stat_of("blocks_live"), 0);
 }
+
+/* Review finding: free() of an interior pointer released the whole block to
+ * the pool while its owner still used it (glibc aborts on such a pointer). */
+Test(malloc, interior_pointer_frees_nothing) {
+    char *a = malloc(MiB);
+    cr_assert(a && pinned(a, MiB));
+    memset(a, 0x5A, MiB);
+    free_(a + 8192); /* a caller's bug: logged, ignored */
+    cr_assert(pinned(a, MiB), "still live");
+    cr_assert_eq(realloc_(a + 4096, 2 * MiB), NULL);
+    cr_assert_eq(malloc_usable_size(a + 4096), 0);
+    char *b = malloc(MiB);
+    cr_assert(b != a, "the block was handed out again while its owner holds it");
+    for (size_t i = 0; i < MiB; i++)
+        if (a[i] != 0x5A) cr_assert_fail("byte %zu of the owner's block changed", i);
+    /* Aligned above the page: only the aligned pointer frees it. */
+    void *c;
+    cr_assert_eq(posix_memalign(&c, 1 << 21, MiB), 0);
+    cr_assert(pinned(c, MiB));
+    long long live = stat_of("blocks_live");
+    free(c);
+    cr_assert_eq(stat_of("blocks_live"), live - 1, "the aligned pointer frees its block");
+    free(a);
+    free(b);
+    cr_assert_eq(stat_of("blocks_live"), 0);
+}
