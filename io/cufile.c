@@ -319,6 +319,11 @@ again:
     }
     CUfileError_t rc = CALL(BufRegister, (const void *)d.start, d.len, 0);
     *slot = (struct entry){d.start, d.len, d.id, ++lru_clock, 0, 0, rc.err != CU_FILE_SUCCESS};
+    if (rc.err == CU_FILE_DRIVER_NOT_INITIALIZED || rc.err == CU_FILE_DRIVER_CLOSING) {
+        /* Not the allocation's fault: try again at the next call. */
+        slot->base = 0;
+        goto out;
+    }
     if (rc.err != CU_FILE_SUCCESS) {
         slot->len = 0;
         dsp_log_once(&register_logged, DSP_LOG_WARN,
@@ -544,9 +549,18 @@ DSP_API ssize_t cuFileWrite(CUfileHandle_t fh, const void *base, size_t size, of
 /* ---- the rest of the API: bookkeeping around the real calls ---- */
 
 DSP_API CUfileError_t cuFileDriverOpen(void) {
-    if (serving()) resolve_attrs(); /* libcuda may have been loaded since */
+    int on = serving();
+    if (on) resolve_attrs(); /* libcuda may have been loaded since */
     if (!HAVE(DriverOpen, "cuFileDriverOpen")) return NOT_INIT;
-    return CALL(DriverOpen);
+    CUfileError_t rc = CALL(DriverOpen);
+    if (on && rc.err == CU_FILE_SUCCESS) {
+        /* Registrations that failed before may work with the driver open. */
+        pthread_mutex_lock(&mu);
+        for (int i = 0; i < NENTRIES; i++)
+            if (entries[i].base && entries[i].failed && !entries[i].inflight) entries[i].base = 0;
+        pthread_mutex_unlock(&mu);
+    }
+    return rc;
 }
 
 /* Closing the driver ends every registration and handle: the shim releases its
@@ -622,8 +636,11 @@ DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
  * overlaps it is released first, so the application gets exactly the answer it
  * would get without the shim, and owns the registration from then on. */
 DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags) {
+    /* serving() first: it resolves the real functions, and this may be the
+     * process's first cuFile call (recent libcufile opens the driver itself). */
+    int on = serving();
     if (!HAVE(BufRegister, "cuFileBufRegister")) return NOT_INIT;
-    if (!serving() || !base || !len) return CALL(BufRegister, base, len, flags);
+    if (!on || !base || !len) return CALL(BufRegister, base, len, flags);
     pthread_mutex_lock(&mu);
 again:
     for (int i = 0; i < NENTRIES; i++) {
@@ -657,8 +674,9 @@ again:
  * only the shim registered gets the answer the application would get without
  * the shim (not registered), and the shim's registration stays. */
 DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
+    int on = serving(); /* resolves: this may be the first cuFile call */
     if (!HAVE(BufDeregister, "cuFileBufDeregister")) return NOT_INIT;
-    if (!serving() || !base) return CALL(BufDeregister, base);
+    if (!on || !base) return CALL(BufDeregister, base);
     pthread_mutex_lock(&mu);
     int a = -1;
     for (int i = 0; i < napp && a < 0; i++)
