@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <link.h>
 #include <string.h>
+#include <unistd.h>
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -36,9 +37,10 @@ extern char *program_invocation_name;
  * the first calls initialise), SIZE_MAX while hints are off, else
  * DSP_MALLOC_MIN. */
 static _Atomic size_t gate;
-static _Atomic int configured; /* 0, 1 being decided, 2 decided */
-static size_t hint_max;        /* DSP_MALLOC_MAX, SIZE_MAX for auto */
-static int nfrom;              /* DSP_MALLOC_FROM names; 0: any caller */
+static _Atomic int configured;     /* 0, 1 being decided, 2 decided */
+static _Atomic pid_t config_owner; /* the process whose thread decides */
+static size_t hint_max;            /* DSP_MALLOC_MAX, SIZE_MAX for auto */
+static int nfrom;                  /* DSP_MALLOC_FROM names; 0: any caller */
 static char from[DSP_MRULE_NAMES][DSP_MRULE_NAME_LEN];
 static struct dsp_sites sites;      /* call sites already resolved */
 static _Atomic uint64_t sites_seen; /* the loader's adds + subs when they were */
@@ -87,8 +89,15 @@ static size_t usable_foreign(void *p) {
 /* --- the rules ----------------------------------------------------------- */
 
 static void configure(void) {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&configured, &expected, 1)) return;
+    /* One thread decides: the claim is the deciding process's pid, so that a
+     * child forked while a thread of its parent was deciding (that thread is
+     * not in the child) takes the work over, exactly one of its threads;
+     * else hints would stay off there and every allocation take the slow path. */
+    pid_t me = getpid(), owner = 0;
+    if (!atomic_compare_exchange_strong(&config_owner, &owner, me) &&
+        (owner == me || !atomic_compare_exchange_strong(&config_owner, &owner, me)))
+        return;
+    atomic_store(&configured, 1);
     size_t min = (size_t)dsp_opt(DSP_OPT_MALLOC_MIN), g = SIZE_MAX;
     if (min != DSP_SIZE_AUTO) {
         size_t max = (size_t)dsp_opt(DSP_OPT_MALLOC_MAX);
