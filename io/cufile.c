@@ -48,6 +48,9 @@ static struct {
 } real;
 /* libcuda's, to tell device memory from host memory and find its allocation. */
 static CUresult (*real_attrs)(unsigned, int *, void **, CUdeviceptr);
+/* cuFile's open count, where the library has it; else the opens the hooks saw. */
+static long (*real_use_count)(void);
+static long hooked_opens;
 
 /* 0: not resolved; 1: serving; 2: pass everything through (DSP_CUFILE=off, or a
  * forked child). */
@@ -145,6 +148,7 @@ static int resolve_slow(void) {
     RESOLVE(DriverOpen, "cuFileDriverOpen");
     RESOLVE(DriverClose, "cuFileDriverClose");
     RESOLVE(DriverClose_v2, "cuFileDriverClose_v2");
+    *(void **)&real_use_count = dsp_sym_next("cuFileUseCount", "libcufile.so");
     RESOLVE(HandleRegister, "cuFileHandleRegister");
     RESOLVE(HandleDeregister, "cuFileHandleDeregister");
     RESOLVE(BufRegister, "cuFileBufRegister");
@@ -556,6 +560,7 @@ DSP_API CUfileError_t cuFileDriverOpen(void) {
     if (on && rc.err == CU_FILE_SUCCESS) {
         /* Registrations that failed before may work with the driver open. */
         pthread_mutex_lock(&mu);
+        hooked_opens++;
         for (int i = 0; i < NENTRIES; i++)
             if (entries[i].base && entries[i].failed && !entries[i].inflight) entries[i].base = 0;
         pthread_mutex_unlock(&mu);
@@ -577,7 +582,17 @@ static CUfileError_t driver_close(int v2) {
     for (int i = 0; i < NENTRIES; i++)
         if (entries[i].base && !entries[i].dying) entry_drop(&entries[i]);
     CUfileError_t rc = v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
-    if (rc.err == CU_FILE_SUCCESS) {
+    if (rc.err == CU_FILE_SUCCESS && hooked_opens > 0) hooked_opens--;
+    /* cuFile counts opens: handles and the application's registrations end
+     * only with the last close (review: one user's close made another's
+     * pinned reads staged again). */
+    long still_open = hooked_opens;
+    if (real_use_count) {
+        inside++;
+        still_open = real_use_count();
+        inside--;
+    }
+    if (rc.err == CU_FILE_SUCCESS && still_open <= 0) {
         for (int i = 0; i < NHANDLES; i++)
             if (handles[i].h && !handles[i].dying) handle_drop(&handles[i]);
         napp = 0;

@@ -99,6 +99,14 @@ CUfileError_t cuFileDriverOpen(void) {
     return status(CU_FILE_SUCCESS);
 }
 
+/* As cuFile's: how many opens are not closed yet. */
+long cuFileUseCount(void) {
+    pthread_mutex_lock(&mu);
+    long n = open_count;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
 CUfileError_t cuFileDriverClose_v2(void) {
     atomic_fetch_add(&counts[C_CLOSE], 1);
     pthread_mutex_lock(&mu);
