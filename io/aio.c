@@ -91,21 +91,22 @@ static int tab_logged, segs_logged;
 
 /* --- the real functions, or the system calls they wrap -------------------- */
 
-static long errno_ret(long r) {
-    return r < 0 ? -errno : r;
-}
+/* A system call with libaio's convention: -errno on failure, errno untouched. */
+#define AIO_SYSCALL(...)                                                                           \
+    ({                                                                                             \
+        int e_ = errno;                                                                            \
+        long r_ = syscall(__VA_ARGS__);                                                            \
+        if (r_ < 0) r_ = -errno;                                                                   \
+        errno = e_;                                                                                \
+        (int)r_;                                                                                   \
+    })
+
 static int sys_submit(io_context_t ctx, long nr, struct iocb **ios) {
-    int e = errno;
-    long r = errno_ret(syscall(SYS_io_submit, ctx, nr, ios));
-    errno = e;
-    return (int)r;
+    return AIO_SYSCALL(SYS_io_submit, ctx, nr, ios);
 }
 static int sys_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
                          struct timespec *ts) {
-    int e = errno;
-    long r = errno_ret(syscall(SYS_io_getevents, ctx, min_nr, nr, ev, ts));
-    errno = e;
-    return (int)r;
+    return AIO_SYSCALL(SYS_io_getevents, ctx, min_nr, nr, ev, ts);
 }
 static int sys_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
                           struct timespec *ts, sigset_t *mask) {
@@ -113,22 +114,13 @@ static int sys_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_even
         sigset_t *mask;
         size_t size;
     } arg = {mask, _NSIG / 8};
-    int e = errno;
-    long r = errno_ret(syscall(SYS_io_pgetevents, ctx, min_nr, nr, ev, ts, mask ? &arg : NULL));
-    errno = e;
-    return (int)r;
+    return AIO_SYSCALL(SYS_io_pgetevents, ctx, min_nr, nr, ev, ts, mask ? &arg : NULL);
 }
 static int sys_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
-    int e = errno;
-    long r = errno_ret(syscall(SYS_io_cancel, ctx, cb, ev));
-    errno = e;
-    return (int)r;
+    return AIO_SYSCALL(SYS_io_cancel, ctx, cb, ev);
 }
 static int sys_destroy(io_context_t ctx) {
-    int e = errno;
-    long r = errno_ret(syscall(SYS_io_destroy, ctx));
-    errno = e;
-    return (int)r;
+    return AIO_SYSCALL(SYS_io_destroy, ctx);
 }
 
 #define RESOLVE(field, name, ver)                                                                  \
@@ -533,10 +525,7 @@ static int fast_classify(struct iocb **ios, long n, uint8_t *cls) {
 static void unprepare(struct plan *p, long from, long to) {
     for (long i = from; i < to; i++)
         if (p[i].st) {
-            atomic_store_explicit(&p[i].st->status,
-                                  atomic_load_explicit(&p[i].st->status, memory_order_relaxed) &
-                                      ~(uint64_t)1,
-                                  memory_order_relaxed);
+            atomic_fetch_and_explicit(&p[i].st->status, ~(uint64_t)1, memory_order_relaxed);
             state_put(p[i].st);
             p[i].st = NULL;
         }

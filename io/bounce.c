@@ -85,12 +85,16 @@ void *dsp_bounce_get(size_t len, size_t *cap) {
     return b;
 }
 
-void dsp_bounce_put(void *buf, size_t cap) {
+static void keep(void *buf, size_t cap) {
     size_t c;
     unsigned k = class_of(cap, &c);
-    pthread_mutex_lock(&mu);
     *(void **)buf = free_list[k];
     free_list[k] = buf;
+}
+
+void dsp_bounce_put(void *buf, size_t cap) {
+    pthread_mutex_lock(&mu);
+    keep(buf, cap);
     pthread_mutex_unlock(&mu);
 }
 
@@ -115,8 +119,5 @@ void dsp_bounce_fork_child(void) {
 }
 
 void dsp_bounce_fork_adopt(void *buf, size_t cap) {
-    size_t c;
-    unsigned k = class_of(cap, &c);
-    *(void **)buf = free_list[k];
-    free_list[k] = buf;
+    keep(buf, cap); /* the child has one thread */
 }
