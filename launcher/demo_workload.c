@@ -27,9 +27,7 @@ static int (*dsp_is_pinned_)(const void *, size_t);
 static int (*dsp_stats_json_)(char *, size_t);
 
 static long long stat_of(const char *key) {
-    char buf[8192];
-    dsp_stats_json_(buf, sizeof buf);
-    long long v = dsp_json_number(buf, key);
+    long long v = dsp_stat_from(dsp_stats_json_, key);
     return v < 0 ? 0 : v;
 }
 

@@ -18,4 +18,12 @@ static inline long long dsp_json_number(const char *json, const char *key) {
     return end == p ? -1 : v;
 }
 
+/* One statistic, read through dsp_stats_json (the library's, or one found
+ * with dlsym by a program run under LD_PRELOAD): its value, or -1. */
+static inline long long dsp_stat_from(int (*stats_json)(char *, size_t), const char *key) {
+    char buf[8192];
+    stats_json(buf, sizeof buf);
+    return dsp_json_number(buf, key);
+}
+
 #endif

@@ -51,12 +51,9 @@ static inline int open_direct(const char *path, int flags) {
 }
 
 static inline long long stat_of(const char *key) {
-    size_t (*json)(char *, size_t) =
-        (size_t(*)(char *, size_t))dlsym(RTLD_DEFAULT, "dsp_stats_json");
+    int (*json)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "dsp_stats_json");
     cr_assert(json, "dsp_stats_json not found: run under LD_PRELOAD=libdspreload.so");
-    static char buf[8192];
-    json(buf, sizeof buf);
-    return dsp_json_number(buf, key);
+    return dsp_stat_from(json, key);
 }
 
 static inline void *pinned_alloc(size_t n) {

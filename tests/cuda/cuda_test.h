@@ -53,9 +53,7 @@ static inline int is_pinned(const void *p, size_t n) {
 }
 
 static inline long long stat_of(const char *key) {
-    char buf[8192];
-    ((int (*)(char *, size_t))shim("dsp_stats_json"))(buf, sizeof buf);
-    return dsp_json_number(buf, key);
+    return dsp_stat_from((int (*)(char *, size_t))shim("dsp_stats_json"), key);
 }
 
 static inline int calls(const char *fn) {

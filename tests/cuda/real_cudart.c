@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 int main(void) {
     void *p = (void *)0x1, *q = (void *)0x1, *dev = NULL;
     char *heap = malloc(1 << 20);

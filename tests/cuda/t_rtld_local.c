@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     int (*run)(void) = (int (*)(void))dlsym(h, "user_run");
-    int rc = run();
+    int rc = run ? run() : 99;
     if (rc) {
         fprintf(stderr, "FAIL: user_run step %d\n", rc);
         return 1;

@@ -6,9 +6,4 @@
 
 #include "../cuda/cuda_test.h"
 
-/* Pinned by the manager (a hinted block), as every layer sees it. */
-static inline int pinned(const void *p, size_t n) {
-    return is_pinned(p, n);
-}
-
 #endif

@@ -16,11 +16,11 @@ int main(void) {
         fprintf(stderr, "FAIL: data\n");
         return 1;
     }
-    if (!pinned(early_block, 1 << 20)) {
+    if (!is_pinned(early_block, 1 << 20)) {
         fprintf(stderr, "FAIL: the constructor's large block is not hinted\n");
         return 1;
     }
-    if (pinned(early_small, 1)) {
+    if (is_pinned(early_small, 1)) {
         fprintf(stderr, "FAIL: a small block is hinted\n");
         return 1;
     }

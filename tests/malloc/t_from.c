@@ -17,7 +17,7 @@ static void *churn(void *arg) {
     (void)arg;
     while (!atomic_load(&stop)) {
         void *p = malloc(200 << 10); /* from the program: never hinted */
-        if (!p || pinned(p, 1)) return (void *)1;
+        if (!p || is_pinned(p, 1)) return (void *)1;
         free(p);
     }
     return NULL;
@@ -29,15 +29,15 @@ int main(int argc, char **argv) {
     char *theirs = from_lib_malloc(1 << 20);
     char *zeroed = from_lib_calloc(1 << 20);
     CHECK(mine && theirs && zeroed);
-    CHECK(!pinned(mine, 1));
-    CHECK(pinned(theirs, 1 << 20));
-    CHECK(pinned(zeroed, 1 << 20) && zeroed[12345] == 0);
+    CHECK(!is_pinned(mine, 1));
+    CHECK(is_pinned(theirs, 1 << 20));
+    CHECK(is_pinned(zeroed, 1 << 20) && zeroed[12345] == 0);
     long long rejected = stat_of("malloc_hint_rejected");
     CHECK(rejected >= 1);
     /* The second time round the answer comes from the site cache. */
     for (int i = 0; i < 100; i++) {
         char *a = from_lib_malloc(300 << 10), *b = malloc(300 << 10);
-        CHECK(pinned(a, 1) && !pinned(b, 1));
+        CHECK(is_pinned(a, 1) && !is_pinned(b, 1));
         free(a);
         free(b);
     }
@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
         CHECK(h);
         void **block = dlsym(h, "ctor_block");
         CHECK(block && *block);
-        CHECK(pinned(*block, 1 << 20)); /* its caller lies in libmctor */
+        CHECK(is_pinned(*block, 1 << 20)); /* its caller lies in libmctor */
         CHECK(((char *)*block)[(1 << 20) - 1] == 3);
         free(*block);
         dlclose(h);

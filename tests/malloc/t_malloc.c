@@ -29,8 +29,8 @@ static int same(const unsigned char *p, size_t n, unsigned seed) {
 Test(malloc, large_allocations_are_pinned_small_ones_are_not) {
     char *big = malloc(MIN), *small = malloc(MIN - 1);
     cr_assert(big && small);
-    cr_assert(pinned(big, MIN));
-    cr_assert_not(pinned(small, 1));
+    cr_assert(is_pinned(big, MIN));
+    cr_assert_not(is_pinned(small, 1));
     memset(big, 7, MIN);
     long long hinted = stat_of("malloc_hinted");
     cr_assert_geq(hinted, 1);
@@ -46,7 +46,7 @@ Test(malloc, success_leaves_errno_alone) {
     cr_assert_eq(errno, 4321);
     cr_assert_eq(posix_memalign(&r, 65536, MiB), 0);
     cr_assert_eq(errno, 4321);
-    cr_assert(pinned(p, 1) && pinned(q, 1) && pinned(r, 1));
+    cr_assert(is_pinned(p, 1) && is_pinned(q, 1) && is_pinned(r, 1));
     free(p);
     free(q);
     free(r);
@@ -60,7 +60,7 @@ Test(malloc, calloc_zeroes_reused_blocks) {
     free(p);
     long long hits = stat_of("pool_hits");
     unsigned char *q = calloc(MiB / 16, 16); /* a pooled block, maybe p */
-    cr_assert(pinned(q, MiB));
+    cr_assert(is_pinned(q, MiB));
     cr_assert_eq(stat_of("pool_hits"), hits + 1, "from the pool (else this tests nothing)");
     for (size_t i = 0; i < MiB; i++) cr_assert_eq(q[i], 0, "byte %zu", i);
     free(q);
@@ -88,7 +88,7 @@ Test(malloc, calloc_and_reallocarray_overflow_fail_with_enomem) {
     cr_assert_eq(errno, ENOMEM);
     cr_assert(same((unsigned char *)p, MiB, 3), "the block is untouched");
     p = reallocarray(p, 2 * MiB, 2);
-    cr_assert(p && pinned(p, 4 * MiB) && same((unsigned char *)p, MiB, 3));
+    cr_assert(p && is_pinned(p, 4 * MiB) && same((unsigned char *)p, MiB, 3));
     free(p);
     errno = 0;
     cr_assert_null(malloc(all_bits));
@@ -98,14 +98,14 @@ Test(malloc, calloc_and_reallocarray_overflow_fail_with_enomem) {
 Test(malloc, zero_sizes_behave_as_glibc) {
     void *p = malloc(0), *q = calloc(0, 16), *r = NULL;
     cr_assert(p && q, "glibc returns unique pointers for 0 bytes");
-    cr_assert_not(pinned(p, 1));
+    cr_assert_not(is_pinned(p, 1));
     cr_assert_eq(posix_memalign(&r, 64, 0), 0);
     cr_assert_not_null(r);
     free(p);
     free(q);
     free(r);
     char *h = malloc(MiB);
-    cr_assert(pinned(h, 1));
+    cr_assert(is_pinned(h, 1));
     errno = 0;
     cr_assert_null(realloc(h, 0), "glibc frees and returns NULL");
     cr_assert_eq(stat_of("malloc_hinted_bytes"), 0, "and the block is freed");
@@ -114,29 +114,29 @@ Test(malloc, zero_sizes_behave_as_glibc) {
 Test(malloc, realloc_crosses_the_threshold_both_ways) {
     unsigned char *p = malloc(1000);
     fill(p, 1000, 1);
-    cr_assert_not(pinned(p, 1));
+    cr_assert_not(is_pinned(p, 1));
     p = realloc(p, 2 * MiB);
-    cr_assert(pinned(p, 2 * MiB), "moved to the manager");
+    cr_assert(is_pinned(p, 2 * MiB), "moved to the manager");
     cr_assert(same(p, 1000, 1), "with its data");
     fill(p, 2 * MiB, 2);
     uintptr_t was = (uintptr_t)p;
     p = realloc(p, 2 * MiB - 4096);
     cr_assert_eq((uintptr_t)p, was, "a shrink that still fills half the block stays");
     p = realloc(p, 3 * MiB);
-    cr_assert(pinned(p, 3 * MiB) && same(p, 2 * MiB - 4096, 2));
+    cr_assert(is_pinned(p, 3 * MiB) && same(p, 2 * MiB - 4096, 2));
     p = realloc(p, 5000);
-    cr_assert_not(pinned(p, 1), "back to glibc below the threshold");
+    cr_assert_not(is_pinned(p, 1), "back to glibc below the threshold");
     cr_assert(same(p, 5000, 2));
     cr_assert_eq(stat_of("malloc_hinted_bytes"), 0);
     p = realloc(p, 100 * KiB);
-    cr_assert(pinned(p, 1) && same(p, 5000, 2));
+    cr_assert(is_pinned(p, 1) && same(p, 5000, 2));
     was = (uintptr_t)p;
     p = realloc(p, 70 * KiB);
     cr_assert_eq((uintptr_t)p, was, "shrinks in place while it fills half the block");
     cr_assert(same(p, 5000, 2));
     free(p);
     void *n = realloc(NULL, MiB);
-    cr_assert(pinned(n, MiB), "realloc(NULL) is malloc");
+    cr_assert(is_pinned(n, MiB), "realloc(NULL) is malloc");
     free(n);
 }
 
@@ -163,20 +163,20 @@ Test(malloc, alignments_are_honoured_exactly) {
         void *p = NULL;
         cr_assert_eq(posix_memalign(&p, aligns[i], 300 * KiB), 0);
         cr_assert_eq((uintptr_t)p % aligns[i], 0, "posix_memalign %zu", aligns[i]);
-        cr_assert(pinned(p, 300 * KiB), "%zu", aligns[i]);
+        cr_assert(is_pinned(p, 300 * KiB), "%zu", aligns[i]);
         memset(p, 1, 300 * KiB);
         void *q = aligned_alloc(aligns[i], 300 * KiB);
-        cr_assert(q && (uintptr_t)q % aligns[i] == 0 && pinned(q, 300 * KiB), "aligned_alloc");
+        cr_assert(q && (uintptr_t)q % aligns[i] == 0 && is_pinned(q, 300 * KiB), "aligned_alloc");
         void *r = memalign(aligns[i], 300 * KiB);
-        cr_assert(r && (uintptr_t)r % aligns[i] == 0 && pinned(r, 300 * KiB), "memalign");
+        cr_assert(r && (uintptr_t)r % aligns[i] == 0 && is_pinned(r, 300 * KiB), "memalign");
         free(p);
         free(q);
         free(r);
     }
     cr_assert_eq(stat_of("malloc_hinted_bytes"), 0);
     void *v = valloc(100 * KiB), *pv = pvalloc(100 * KiB + 1);
-    cr_assert(v && (uintptr_t)v % 4096 == 0 && pinned(v, 100 * KiB));
-    cr_assert(pv && (uintptr_t)pv % 4096 == 0 && pinned(pv, 104 * KiB), "pvalloc rounds up");
+    cr_assert(v && (uintptr_t)v % 4096 == 0 && is_pinned(v, 100 * KiB));
+    cr_assert(pv && (uintptr_t)pv % 4096 == 0 && is_pinned(pv, 104 * KiB), "pvalloc rounds up");
     cr_assert_geq(malloc_usable_size(pv), 104 * KiB);
     free(v);
     free(pv);
@@ -197,7 +197,7 @@ Test(malloc, invalid_alignments_fail_as_glibc) {
      * whatever glibc does, the block comes from glibc, not from us. */
     void *m = memalign(odd_align, MiB);
     cr_assert_not_null(m);
-    cr_assert_not(pinned(m, 1));
+    cr_assert_not(is_pinned(m, 1));
     cr_assert_eq((uintptr_t)m % 32, 0);
     free(m);
     errno = 0;
@@ -261,7 +261,7 @@ Test(malloc, budget_caps_hinted_bytes) {
         p[i] = malloc(8 * MiB);
         cr_assert_not_null(p[i]);
         memset(p[i], i, 8 * MiB);
-        n_pinned += pinned(p[i], 8 * MiB);
+        n_pinned += is_pinned(p[i], 8 * MiB);
     }
     cr_assert_eq(n_pinned, 8);
     cr_assert_eq(stat_of("malloc_hint_rejected") - rejected, 4);
@@ -272,7 +272,7 @@ Test(malloc, budget_caps_hinted_bytes) {
     }
     cr_assert_eq(stat_of("malloc_hinted_bytes"), 0);
     char *again = malloc(8 * MiB);
-    cr_assert(pinned(again, 8 * MiB), "room again once freed");
+    cr_assert(is_pinned(again, 8 * MiB), "room again once freed");
     free(again);
 }
 
@@ -282,14 +282,14 @@ Test(malloc, fork_child_frees_and_reallocates_inherited_blocks) {
     fill(q, MiB, 6);
     pid_t pid = fork();
     if (pid == 0) {
-        if (pinned(p, 1)) _exit(2);                   /* mlock is not inherited */
+        if (is_pinned(p, 1)) _exit(2);                /* mlock is not inherited */
         if (stat_of("malloc_hinted_bytes")) _exit(3); /* the child's own account */
         free(p);
         q = realloc(q, 4 * MiB);
         if (!q || !same(q, MiB, 6)) _exit(4);
-        if (!pinned(q, 4 * MiB)) _exit(5); /* a new block, pinned here */
+        if (!is_pinned(q, 4 * MiB)) _exit(5); /* a new block, pinned here */
         unsigned char *r = malloc(3 * MiB);
-        if (!pinned(r, 3 * MiB)) _exit(6);
+        if (!is_pinned(r, 3 * MiB)) _exit(6);
         free(r);
         free(q);
         if (stat_of("malloc_hinted_bytes") != 0) _exit(7);
@@ -298,8 +298,8 @@ Test(malloc, fork_child_frees_and_reallocates_inherited_blocks) {
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-    cr_assert(pinned(p, 2 * MiB) && same(p, 2 * MiB, 5), "the parent's block is intact");
-    cr_assert(pinned(q, MiB) && same(q, MiB, 6));
+    cr_assert(is_pinned(p, 2 * MiB) && same(p, 2 * MiB, 5), "the parent's block is intact");
+    cr_assert(is_pinned(q, MiB) && same(q, MiB, 6));
     free(p);
     free(q);
 }
@@ -317,10 +317,10 @@ Test(malloc, free_leaves_other_layers_blocks_alone) {
     void *(*dsp_alloc)(size_t) = shim("dsp_alloc");
     int (*dsp_free)(void *) = shim("dsp_free");
     char *theirs = dsp_alloc(MiB), *mine = malloc(MiB);
-    cr_assert(theirs && mine && pinned(theirs, MiB) && pinned(mine, MiB));
+    cr_assert(theirs && mine && is_pinned(theirs, MiB) && is_pinned(mine, MiB));
     long long account = stat_of("malloc_hinted_bytes");
     free_(theirs); /* a caller's bug: logged, ignored */
-    cr_assert(pinned(theirs, MiB), "still live");
+    cr_assert(is_pinned(theirs, MiB), "still live");
     cr_assert_eq(stat_of("malloc_hinted_bytes"), account);
     errno = 0;
     cr_assert_null(realloc_(theirs, 2 * MiB));
@@ -332,7 +332,7 @@ Test(malloc, free_leaves_other_layers_blocks_alone) {
     /* A block that served dsp_alloc and returned to the pool is malloc's when
      * malloc takes it next: the mark follows the owner. */
     char *again = malloc(MiB);
-    cr_assert(pinned(again, MiB));
+    cr_assert(is_pinned(again, MiB));
     free(again);
     cr_assert_eq(stat_of("malloc_hinted_bytes"), 0);
     cr_assert_eq(stat_of("blocks_live"), 0);
@@ -342,10 +342,10 @@ Test(malloc, free_leaves_other_layers_blocks_alone) {
  * the pool while its owner still used it (glibc aborts on such a pointer). */
 Test(malloc, interior_pointer_frees_nothing) {
     char *a = malloc(MiB);
-    cr_assert(a && pinned(a, MiB));
+    cr_assert(a && is_pinned(a, MiB));
     memset(a, 0x5A, MiB);
     free_(a + 8192); /* a caller's bug: logged, ignored */
-    cr_assert(pinned(a, MiB), "still live");
+    cr_assert(is_pinned(a, MiB), "still live");
     cr_assert_eq(realloc_(a + 4096, 2 * MiB), NULL);
     cr_assert_eq(malloc_usable_size(a + 4096), 0);
     char *b = malloc(MiB);
@@ -355,7 +355,7 @@ Test(malloc, interior_pointer_frees_nothing) {
     /* Aligned above the page: only the aligned pointer frees it. */
     void *c;
     cr_assert_eq(posix_memalign(&c, 1 << 21, MiB), 0);
-    cr_assert(pinned(c, MiB));
+    cr_assert(is_pinned(c, MiB));
     long long live = stat_of("blocks_live");
     free(c);
     cr_assert_eq(stat_of("blocks_live"), live - 1, "the aligned pointer frees its block");

@@ -20,13 +20,13 @@ static long vm_kb(void) {
 int main(void) {
     long before = vm_kb();
     char *p = malloc(64 << 20), *q = calloc(1, 8 << 20), *r = NULL;
-    CHECK(p && q && !pinned(p, 1) && !pinned(q, 1));
+    CHECK(p && q && !is_pinned(p, 1) && !is_pinned(q, 1));
     CHECK(posix_memalign((void **)&r, 1 << 20, 4 << 20) == 0 && (uintptr_t)r % (1 << 20) == 0);
-    CHECK(!pinned(r, 1));
+    CHECK(!is_pinned(r, 1));
     char *a = aligned_alloc(4096, 1 << 20), *v = valloc(1 << 20), *pv = pvalloc(5000);
-    CHECK(a && v && pv && !pinned(a, 1) && !pinned(v, 1) && malloc_usable_size(pv) >= 8192);
+    CHECK(a && v && pv && !is_pinned(a, 1) && !is_pinned(v, 1) && malloc_usable_size(pv) >= 8192);
     p = realloc(p, 128 << 20);
-    CHECK(p && !pinned(p, 1) && malloc_usable_size(p) >= (size_t)128 << 20);
+    CHECK(p && !is_pinned(p, 1) && malloc_usable_size(p) >= (size_t)128 << 20);
     errno = 99;
     free(p);
     free(q);

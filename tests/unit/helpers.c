@@ -99,10 +99,6 @@ int json_valid(const char *text) {
     return end && *ws(end) == 0;
 }
 
-long long json_number(const char *text, const char *key) {
-    return dsp_json_number(text, key);
-}
-
 static int capture_fd = -1;
 
 void log_capture_start(void) {
@@ -168,7 +164,5 @@ int drop_ipc_lock(size_t memlock_bytes) {
 }
 
 long long stat_of(const char *key) {
-    char buf[8192];
-    dsp_stats_json(buf, sizeof buf);
-    return json_number(buf, key);
+    return dsp_stat_from(dsp_stats_json, key);
 }

@@ -10,9 +10,6 @@
 /* 1 when text is one valid JSON value (RFC 8259 grammar) and nothing else. */
 int json_valid(const char *text);
 
-/* The number for "key" in a flat JSON object, or -1. */
-long long json_number(const char *text, const char *key);
-
 /* Redirects the library's log lines to a pipe; collect() returns what arrived
  * (NUL-terminated, static buffer). */
 void log_capture_start(void);

@@ -1,3 +1,4 @@
+#include "../../launcher/json_number.h"
 #include "../../src/stats.h"
 #include "helpers.h"
 
@@ -20,12 +21,12 @@ Test(stats, json_is_valid_and_has_the_required_keys) {
     const char *keys[] = {"pinned_bytes", "pinned_bytes_peak", "blocks_live", "pool_hits",
                           "pool_misses",  "pin_failures",      "fallbacks"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-        cr_assert_geq(json_number(buf, keys[i]), 0, "key %s missing in %s", keys[i], buf);
-    cr_assert_eq(json_number(buf, "blocks_live"), 1);
-    cr_assert_eq(json_number(buf, "pool_hits"), 1);
-    cr_assert_eq(json_number(buf, "pool_misses"), 1);
-    cr_assert_eq(json_number(buf, "pinned_bytes"), 8192);
-    cr_assert_eq(json_number(buf, "pid"), getpid());
+        cr_assert_geq(dsp_json_number(buf, keys[i]), 0, "key %s missing in %s", keys[i], buf);
+    cr_assert_eq(dsp_json_number(buf, "blocks_live"), 1);
+    cr_assert_eq(dsp_json_number(buf, "pool_hits"), 1);
+    cr_assert_eq(dsp_json_number(buf, "pool_misses"), 1);
+    cr_assert_eq(dsp_json_number(buf, "pinned_bytes"), 8192);
+    cr_assert_eq(dsp_json_number(buf, "pid"), getpid());
 }
 
 Test(stats, snprintf_semantics) {
@@ -98,9 +99,9 @@ Test(stats, file_written_at_exit_with_pid_in_name) {
     unlink(want);
     cr_assert_gt(n, 0);
     cr_assert(json_valid(json), "%s", json);
-    cr_assert_eq(json_number(json, "pid"), pid);
-    cr_assert_eq(json_number(json, "blocks_live"), 2);
-    cr_assert_eq(json_number(json, "pool_hits"), 1);
+    cr_assert_eq(dsp_json_number(json, "pid"), pid);
+    cr_assert_eq(dsp_json_number(json, "blocks_live"), 2);
+    cr_assert_eq(dsp_json_number(json, "pool_hits"), 1);
     cr_assert_eq(err[0], 0, "nothing on stderr unless asked: %s", err);
 }
 
