@@ -203,7 +203,7 @@ static size_t layer_trim(void) {
 /* 0 and *p set when served, else -1 (the caller falls back). */
 static int serve(void **p, size_t size, unsigned flags) {
     struct dsp_block b;
-    unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED;
+    unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED | DSP_BLK_USER(SERVED | flags);
     void *ptr = dsp_block_alloc(size, how | DSP_BLK_QUIET, &b);
     if (!ptr) {
         /* Over budget: the registered pool gives way first, if that can be
@@ -213,9 +213,8 @@ static int serve(void **p, size_t size, unsigned flags) {
         ptr = dsp_block_alloc(size, how, &b);
         if (!ptr) return -1;
     }
-    if (b.flags & DSP_BLOCKF_REG) {
-        dsp_block_set_registered(b.base, SERVED | flags); /* a pooled, registered block */
-    } else if (register_block(b.base, b.span_len, SERVED | flags) != cudaSuccess) {
+    if (!(b.flags & DSP_BLOCKF_REG) &&
+        register_block(b.base, b.span_len, SERVED | flags) != cudaSuccess) {
         dsp_block_discard(b.base); /* pinned for nothing: give it back at once */
         return -1;
     }

@@ -239,10 +239,6 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
                      len);
         goto rejected;
     }
-    /* A registered span keeps its last owner's bits: no cudaHostAlloc flags
-     * on malloc memory, and the mark that free() may take it. */
-    if ((b.flags & DSP_BLOCKF_REG) && (b.flags & DSP_BLOCKF_USER) != mark)
-        dsp_block_set_registered(b.base, mark);
     p = (void *)dsp_align_up_ptr(b.base, align);
     if (zero && !b.fresh) memset(p, 0, n);
     dsp_stat_add(DSP_ST_malloc_hinted, 1);

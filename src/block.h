@@ -12,8 +12,8 @@ enum {
     DSP_BLK_REGISTERED = 2,    /* try the pool of CUDA-registered spans first */
     DSP_BLK_QUIET = 4, /* a budget refusal is neither logged nor counted (a retry follows) */
 };
-/* The layer's own flag bits for a block not taken from the registered pool
- * (that one keeps its bits; its taker sets them with dsp_block_set_registered). */
+/* The layer's own flag bits for the block, in its registry entry from the
+ * start (a pooled block's bits were its last owner's). */
 #define DSP_BLK_USER(bits) ((unsigned)(bits) << 16)
 
 /* Registry flags of a manager block. */

@@ -80,10 +80,8 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     pthread_mutex_lock(&m->mu);
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
-    if (!s) {
-        s = dsp_pool_get(len);
-        if (s) s->user = user; /* a general pool span: its bits were its last owner's */
-    }
+    if (!s) s = dsp_pool_get(len);
+    if (s) s->user = user; /* a pooled span's bits were its last owner's */
     if (s) {
         if (go_live(s, len) != 0) {
             retire(s);
