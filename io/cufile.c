@@ -144,11 +144,12 @@ static void resolve_attrs(void) {
 }
 
 static int resolve_slow(void) {
-    pthread_once(&atfork_once, register_atfork);
     RESOLVE(DriverOpen, "cuFileDriverOpen");
     RESOLVE(DriverClose, "cuFileDriverClose");
     RESOLVE(DriverClose_v2, "cuFileDriverClose_v2");
-    *(void **)&real_use_count = dsp_sym_next("cuFileUseCount", "libcufile.so");
+    __atomic_store_n(&real_use_count,
+                     (__typeof__(real_use_count))dsp_sym_next("cuFileUseCount", "libcufile.so"),
+                     __ATOMIC_RELEASE);
     RESOLVE(HandleRegister, "cuFileHandleRegister");
     RESOLVE(HandleDeregister, "cuFileHandleDeregister");
     RESOLVE(BufRegister, "cuFileBufRegister");
@@ -157,6 +158,10 @@ static int resolve_slow(void) {
     RESOLVE(Write, "cuFileWrite");
     resolve_attrs();
     if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
+    /* After init, whose fork handlers (the manager's mutex) must come first:
+     * prepare handlers run in reverse order, so ours lock before the
+     * manager's, as running code does (ours, then the manager's). */
+    pthread_once(&atfork_once, register_atfork);
     if (!real.Read || !real.Write || !real.BufRegister || !real.BufDeregister ||
         !real.HandleRegister || !real.HandleDeregister)
         return 0; /* no libcufile loaded yet: not settled, retry at the next call */

@@ -89,7 +89,6 @@ static void register_atfork(void) {
 }
 
 static int resolve_slow(void) {
-    pthread_once(&atfork_once, register_atfork);
     RESOLVE(HostAlloc, "cudaHostAlloc");
     RESOLVE(MallocHost, "cudaMallocHost");
     RESOLVE(FreeHost, "cudaFreeHost");
@@ -101,6 +100,10 @@ static int resolve_slow(void) {
     RESOLVE(DeviceSynchronize, "cudaDeviceSynchronize");
     RESOLVE(GetLastError, "cudaGetLastError");
     if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
+    /* After init, whose fork handlers (the manager's mutex) must come first:
+     * prepare handlers run in reverse order, so ours lock before the
+     * manager's, as running code does (ours, then the manager's). */
+    pthread_once(&atfork_once, register_atfork);
     if (!real.HostRegister || !real.HostUnregister || !real.DeviceSynchronize || !real.GetLastError)
         return 0; /* no libcudart loaded yet (a probe): not settled, retry at the next call */
     int m = dsp_opt(DSP_OPT_CUDA) == 1 ? 2 : 1;
