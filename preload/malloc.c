@@ -37,7 +37,6 @@ extern char *program_invocation_name;
  * the first calls initialise), SIZE_MAX while hints are off, else
  * DSP_MALLOC_MIN. */
 static _Atomic size_t gate;
-static _Atomic int configured;     /* 0, 1 being decided, 2 decided */
 static _Atomic pid_t config_owner; /* the process whose thread decides */
 static size_t hint_max;            /* DSP_MALLOC_MAX, SIZE_MAX for auto */
 static int nfrom;                  /* DSP_MALLOC_FROM names; 0: any caller */
@@ -97,7 +96,6 @@ static void configure(void) {
     if (!atomic_compare_exchange_strong(&config_owner, &owner, me) &&
         (owner == me || !atomic_compare_exchange_strong(&config_owner, &owner, me)))
         return;
-    atomic_store(&configured, 1);
     size_t min = (size_t)dsp_opt(DSP_OPT_MALLOC_MIN), g = SIZE_MAX;
     if (min != DSP_SIZE_AUTO) {
         size_t max = (size_t)dsp_opt(DSP_OPT_MALLOC_MAX);
@@ -117,8 +115,7 @@ static void configure(void) {
                      nfrom ? " from " : "", nfrom ? dsp_cfg.malloc_from : "");
         }
     }
-    atomic_store_explicit(&gate, g, memory_order_release);
-    atomic_store_explicit(&configured, 2, memory_order_release);
+    atomic_store_explicit(&gate, g, memory_order_release); /* never 0: decided */
 }
 
 /* Called with busy set: 1 once the rules are known. Until then gate is 0 and
@@ -126,10 +123,10 @@ static void configure(void) {
  * (a library constructor's, before ours); before libc itself is initialised
  * (no environment yet) a later call decides. */
 static int hints_ready(void) {
-    if (DSP_LIKELY(atomic_load_explicit(&configured, memory_order_acquire) == 2)) return 1;
+    if (DSP_LIKELY(atomic_load_explicit(&gate, memory_order_acquire) != 0)) return 1;
     if (!environ || !dsp_ensure_init()) return 0;
     configure();
-    return atomic_load_explicit(&configured, memory_order_acquire) == 2;
+    return atomic_load_explicit(&gate, memory_order_acquire) != 0;
 }
 
 /* Library constructor: decides the rules before main. */

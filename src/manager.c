@@ -180,9 +180,7 @@ int dsp_block_holding(const void *p, struct dsp_block *out) {
 }
 
 int dsp_block_at(uintptr_t base, struct dsp_block *out) {
-    struct dsp_range r;
-    if (!dsp_in_arena((void *)base) || !dsp_reg_find(base, &r) || r.base != base) return 0;
-    return to_block(&r, out);
+    return dsp_block_holding((const void *)base, out) && out->base == base;
 }
 
 int dsp_block_set_registered(uintptr_t base, unsigned user) {
