@@ -207,15 +207,9 @@ static size_t layer_trim(void) {
 static int serve(void **p, size_t size, unsigned flags) {
     struct dsp_block b;
     unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED | DSP_BLK_USER(SERVED | flags);
-    void *ptr = dsp_block_alloc(size, how | DSP_BLK_QUIET, &b);
-    if (!ptr) {
-        /* Over budget: the registered pool gives way first, if that can be
-         * enough, before the call goes to the real function
-         * (cuda_budget_evict). */
-        if (size <= ((size_t)1 << 56)) layer_make_room(dsp_align_up(size, DSP_PAGE));
-        ptr = dsp_block_alloc(size, how, &b);
-        if (!ptr) return -1;
-    }
+    /* Over budget, the registered pool gives way first (cuda_budget_evict). */
+    void *ptr = dsp_block_alloc_room(size, how, &b);
+    if (!ptr) return -1;
     if (!(b.flags & DSP_BLOCKF_REG) &&
         register_block(b.base, b.span_len, SERVED | flags) != cudaSuccess) {
         dsp_block_discard(b.base); /* pinned for nothing: give it back at once */

@@ -34,6 +34,12 @@ struct dsp_block {
 /* A live block of at least size bytes, or NULL with errno (as dsp_alloc). */
 void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out);
 
+/* As dsp_block_alloc; refused by the budget (ENOMEM), it asks the CUDA
+ * layer's pool to make room and tries once more. It may call the driver: for
+ * the public API and the CUDA layer's own allocations, never for another
+ * layer's allocation path. */
+void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out);
+
 /* The live block holding p, pinned in this process (not inherited across
  * fork): 1 with *out filled, else 0. Lock-free. */
 int dsp_block_find(const void *p, struct dsp_block *out);

@@ -230,17 +230,22 @@ int dsp_block_discard(uintptr_t base) {
     return block_free(base, 1);
 }
 
-DSP_API void *dsp_alloc(size_t size) {
+void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
-    if (!layer) return dsp_block_alloc(size, 0, NULL);
+    if (!layer) return dsp_block_alloc(size, how, out);
     /* Over budget, blocks the CUDA layer pools can make room (a block once
-     * registered on demand and freed here sits in its pool). */
-    void *p = dsp_block_alloc(size, DSP_BLK_QUIET, NULL);
+     * registered on demand and freed sits in its pool). Only a budget
+     * refusal (ENOMEM) empties that pool, not any failure. */
+    void *p = dsp_block_alloc(size, how | DSP_BLK_QUIET, out);
     if (!p && errno == ENOMEM && size <= ((size_t)1 << 56)) {
         layer->make_room(dsp_align_up(size, DSP_PAGE));
-        p = dsp_block_alloc(size, 0, NULL);
+        p = dsp_block_alloc(size, how, out);
     }
     return p;
+}
+
+DSP_API void *dsp_alloc(size_t size) {
+    return dsp_block_alloc_room(size, 0, NULL);
 }
 
 DSP_API int dsp_free(void *ptr) {
