@@ -80,6 +80,7 @@ struct handle {
     struct dsp_dio_align align;
 };
 static struct handle handles[NHANDLES];
+static int handles_used; /* slots fill from the low end: none in use at or past this */
 
 /* Device allocations the shim registered (or failed to: `failed`, so the
  * registration is not retried on every call). */
@@ -120,6 +121,7 @@ static void fork_child(void) {
     for (int i = 0; i < NHANDLES; i++)
         if (handles[i].h && handles[i].bfd >= 0) close(handles[i].bfd);
     for (int i = 0; i < NHANDLES; i++) handles[i] = (struct handle){0};
+    handles_used = 0;
     for (int i = 0; i < NENTRIES; i++) entries[i] = (struct entry){0};
     registered_bytes = 0;
     napp = 0;
@@ -203,8 +205,8 @@ static int missing(const char *name) {
 /* ---- handles ---- */
 
 static struct handle *handle_find(CUfileHandle_t h) {
-    for (int i = 0; i < NHANDLES; i++)
-        if (handles[i].h == h && h) return &handles[i];
+    for (int i = 0; h && i < handles_used; i++)
+        if (handles[i].h == h) return &handles[i];
     return NULL;
 }
 
@@ -629,9 +631,10 @@ DSP_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *de
     hd = NULL;
     for (int i = 0; i < NHANDLES && !hd; i++)
         if (!handles[i].h) hd = &handles[i];
-    if (hd)
+    if (hd) {
         *hd = (struct handle){.h = *fh, .fd = descr->handle.fd, .bfd = -1};
-    else
+        if (hd - handles >= handles_used) handles_used = (int)(hd - handles) + 1;
+    } else
         dsp_log_once(&table_logged, DSP_LOG_WARN,
                      "more than %d cuFile handles: I/O on the others goes to cuFile unchanged",
                      NHANDLES);

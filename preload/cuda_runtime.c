@@ -27,8 +27,8 @@
 /* Our own user bit: the block was served by cudaHostAlloc/cudaMallocHost (as
  * opposed to dsp_alloc or malloc hints), so cudaFreeHost and cudaHostGetFlags
  * apply to it. The low bits keep the flags the caller asked for. */
-#define SERVED 0x4000u
-#define ASKED  0x000fu
+#define SERVED DSP_BLOCKF_CUDA_SERVED
+#define ASKED  DSP_BLOCKF_CUDA_ASKED
 /* Registered with every capability a later owner of the pooled block may ask
  * for; cudaHostGetFlags still answers what each owner asked. */
 #define REGISTER_FLAGS (cudaHostRegisterPortable | cudaHostRegisterMapped)

@@ -195,10 +195,8 @@ static int budget_take(size_t len) {
 /* --- the slow paths -------------------------------------------------------- */
 
 /* A hinted block's own bits: the malloc mark, and log2 of an alignment above
- * the page (0 for the page or less), so that free() knows the one pointer it
- * handed out (CUDA's bits are 0x400f). */
-#define ALIGN_SHIFT 4
-#define ALIGN_BITS  0x01f0u
+ * the page, so that free() knows the one pointer it handed out. */
+#define ALIGN_SHIFT 4 /* of DSP_BLOCKF_MALLOC_ALIGN */
 static unsigned mark_for(size_t align) {
     unsigned shift = align > DSP_PAGE ? (unsigned)__builtin_ctzll(align) : 0;
     return DSP_BLOCKF_MALLOC | shift << ALIGN_SHIFT;
@@ -251,7 +249,7 @@ out:
 /* The pointer hint() handed out for block b: its base, or the base aligned up
  * to an alignment above the page, whose log2 the block's bits keep. */
 static uintptr_t handed_out(const struct dsp_block *b) {
-    unsigned shift = (b->flags & ALIGN_BITS) >> ALIGN_SHIFT;
+    unsigned shift = (b->flags & DSP_BLOCKF_MALLOC_ALIGN) >> ALIGN_SHIFT;
     return shift ? dsp_align_up_ptr(b->base, (size_t)1 << shift) : b->base;
 }
 

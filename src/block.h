@@ -19,8 +19,11 @@ enum {
 /* Registry flags of a manager block. */
 #define DSP_BLOCKF_REG  0x8000u /* its span is registered with the CUDA driver */
 #define DSP_BLOCKF_USER 0x7fffu /* the layer's own bits (CUDA: the flags asked for) */
-#define DSP_BLOCKF_MALLOC                                                                          \
-    0x2000u /* a malloc hint's block: free() may take it (CUDA's bits are 0x400f) */
+/* The layers' bits within DSP_BLOCKF_USER, in one place so they never collide. */
+#define DSP_BLOCKF_CUDA_SERVED  0x4000u /* served by cudaHostAlloc/cudaMallocHost */
+#define DSP_BLOCKF_CUDA_ASKED   0x000fu /* the cudaHostAlloc flags it asked for */
+#define DSP_BLOCKF_MALLOC       0x2000u /* a malloc hint's block: free() may take it */
+#define DSP_BLOCKF_MALLOC_ALIGN 0x01f0u /* log2 of its alignment above the page, else 0 */
 
 struct dsp_block {
     uintptr_t base;
