@@ -11,6 +11,7 @@
  * itself under LD_PRELOAD. Prints one Markdown table of medians and ratios. */
 #define DSP_CUFILE_PROTOTYPES
 #include "../io/cufile_types.h"
+#include "schema.h"
 #include "timing.h"
 
 #include <dlfcn.h>
@@ -60,16 +61,10 @@ static double pass(read_fn rd, CUfileHandle_t fh, char *buf) {
     return now() - t;
 }
 
-struct row {
-    const char *name;
-    double shim, base;             /* GB/s, medians */
-    double smin, smax, bmin, bmax; /* spreads */
-};
-
 /* bbuf: the baseline's buffer (a device buffer the shim registered would not
  * be staged by the double either). */
 static int measure(const char *name, read_fn shim, read_fn base, CUfileHandle_t fh, char *buf,
-                   char *bbuf, int reps, struct row *out) {
+                   char *bbuf, int reps) {
     double s[32], b[32];
     if (pass(shim, fh, buf) < 0 || pass(base, fh, bbuf) < 0) return -1; /* warm */
     for (int r = 0; r < reps; r++) {
@@ -78,25 +73,33 @@ static int measure(const char *name, read_fn shim, read_fn base, CUfileHandle_t 
         s[r] = (double)fsize / ts / 1e9;
         b[r] = (double)fsize / tb / 1e9;
     }
-    *out = (struct row){name, median(s, reps), median(b, reps), s[0], s[reps - 1],
-                        b[0], b[reps - 1]}; /* median() sorted them */
-    printf("| %s | %.2f GB/s (%.2f - %.2f) | %.2f GB/s (%.2f - %.2f) | %.2fx |\n", name, out->shim,
-           out->smin, out->smax, out->base, out->bmin, out->bmax, out->shim / out->base);
+    double ms = median(s, reps), mb = median(b, reps); /* sorted: [0] min */
+    char id[64], what[128];
+    size_t k = (size_t)snprintf(id, sizeof id, "cufile.");
+    for (const char *c = name; *c && k + 2 < sizeof id; c++) /* runs of others: one '_' */
+        if ((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9'))
+            id[k++] = *c;
+        else if (*c >= 'A' && *c <= 'Z')
+            id[k++] = (char)(*c - 'A' + 'a');
+        else if (id[k - 1] != '_' && id[k - 1] != '.')
+            id[k++] = '_';
+    while (id[k - 1] == '_') k--;
+    id[k] = 0;
+    snprintf(what, sizeof what, "cuFileRead %s", name);
+    struct schema_fig *f = schema_figure(id, what, "GB/s", ms, s[0], s[reps - 1], reps, 1);
+    schema_baseline(f, "the libcufile double without the shim (staged)", mb, b[0], b[reps - 1]);
+    printf("| %s | %.2f GB/s (%.2f - %.2f) | %.2f GB/s (%.2f - %.2f) | %.2fx |\n", name, ms, s[0],
+           s[reps - 1], mb, b[0], b[reps - 1], ms / mb);
     fflush(stdout);
     return 0;
 }
 
 int main(int argc, char **argv) {
-    int quick = 0;
-    const char *json = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-    }
-    if (argc < 2) {
-        fprintf(stderr, "usage: cufile_bench LIBDSPRELOAD [--quick] [--json FILE]\n");
+    int quick;
+    const char *json;
+    if (schema_args(argc, argv, 2, "--json", "cufile_bench LIBDSPRELOAD [--quick] [--json FILE]",
+                    &quick, &json) != 0)
         return 2;
-    }
     if (!getenv("DSPRELOAD_BENCH_SIDE")) {
         setenv("LD_PRELOAD", argv[1], 1);
         setenv("DSPRELOAD_BENCH_SIDE", "1", 1);
@@ -124,7 +127,6 @@ int main(int argc, char **argv) {
            "(min - max) | ratio |\n"
            "|---|---|---|---|\n",
            fsize / MiB);
-    struct row rows[8];
     int n = 0;
     const char *dirs[2] = {"/dev/shm", "/tmp"};
     const char *fs[2] = {"tmpfs", "ext4"};
@@ -138,13 +140,13 @@ int main(int argc, char **argv) {
         if (!fh || !dfh) return 1;
         static char names[8][96];
         snprintf(names[n], sizeof names[n], "pinned host, %s, buffered fd (page cache)", fs[d]);
-        if (measure(names[n], cuFileRead, base, fh, buf, buf, reps, &rows[n]) == 0) n++;
+        if (measure(names[n], cuFileRead, base, fh, buf, buf, reps) == 0) n++;
         snprintf(names[n], sizeof names[n], "pinned host, %s, O_DIRECT fd", fs[d]);
-        if (measure(names[n], cuFileRead, base, dfh, buf, buf, reps, &rows[n]) == 0) n++;
+        if (measure(names[n], cuFileRead, base, dfh, buf, buf, reps) == 0) n++;
         if (d == 0) {
             snprintf(names[n], sizeof names[n], "device buffer (registered once), %s", fs[d]);
             if (measure(names[n], cuFileRead, base, fh, (char *)(uintptr_t)dev,
-                        (char *)(uintptr_t)dev2, reps, &rows[n]) == 0)
+                        (char *)(uintptr_t)dev2, reps) == 0)
                 n++;
         }
         cuFileHandleDeregister(fh);
@@ -152,22 +154,6 @@ int main(int argc, char **argv) {
         close(fd);
         close(dfd);
     }
-    if (json) {
-        FILE *f = fopen(json, "w");
-        if (!f) return 1;
-        fprintf(f,
-                "{\"bench\": \"cufile_bench\", \"file_mib\": %zu, \"call_mib\": 16, "
-                "\"repetitions\": %d, \"unit\": \"GB/s\", \"rows\": [",
-                fsize / MiB, reps);
-        for (int i = 0; i < n; i++)
-            fprintf(f,
-                    "%s\n  {\"name\": \"%s\", \"shim\": %.3f, \"shim_min\": %.3f, "
-                    "\"shim_max\": %.3f, \"without\": %.3f, \"without_min\": %.3f, "
-                    "\"without_max\": %.3f, \"ratio\": %.3f}",
-                    i ? "," : "", rows[i].name, rows[i].shim, rows[i].smin, rows[i].smax,
-                    rows[i].base, rows[i].bmin, rows[i].bmax, rows[i].shim / rows[i].base);
-        fprintf(f, "\n]}\n");
-        fclose(f);
-    }
+    if (json && schema_write(json, "cufile_bench", quick) != 0) return 1;
     return n == 5 ? 0 : 1;
 }

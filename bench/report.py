@@ -105,36 +105,6 @@ def write_json(path, obj):
         f.write("\n")
 
 
-# --- adapters: programs whose own JSON predates the common format ------------
-
-
-def slug(s):
-    return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_")
-
-
-def adapt(doc):
-    """Returns doc in the common format (a copy), whatever the program wrote."""
-    if "figures" in doc:
-        return doc
-    if doc.get("benchmark") == "malloc_bench":  # malloc-hints branch: {key: {dspreload, without, unit}}
-        goals = {"loop64_ns": "ratio >= 0.952", "mixed_ns": "ratio >= 0.952", "startup_ms": "delta <= 0.5"}
-        figs = []
-        for k, v in doc.items():
-            if isinstance(v, dict) and "dspreload" in v:
-                figs.append({"id": "malloc." + k, "what": k.replace("_", " "), "unit": v.get("unit", ""),
-                             "value": v["dspreload"], "baseline": v["without"],
-                             "baseline_what": "without the shim", "higher_is_better": False,
-                             "repeats": doc.get("rounds"), "goal": goals.get(k)})
-        return {"bench": "malloc_bench", "quick": doc.get("mode") == "quick", "figures": figs, "series": {}}
-    if doc.get("bench") == "cufile_bench" and "rows" in doc:  # cufile branch: rows of GB/s
-        figs = [{"id": "cufile." + slug(r["name"]), "what": "cuFileRead " + r["name"],
-                 "unit": doc.get("unit", "GB/s"), "value": r["shim"], "baseline": r["without"],
-                 "baseline_what": "the libcufile double without the shim (staged)",
-                 "higher_is_better": True, "repeats": doc.get("repetitions")} for r in doc["rows"]]
-        return {"bench": "cufile_bench", "quick": doc.get("quick"), "figures": figs, "series": {}}
-    raise ValueError("not in the common format (no 'figures') and no adapter for it")
-
-
 def ratio(f):
     v, b = f.get("value"), f.get("baseline")
     if f.get("ratio") is not None:
@@ -189,7 +159,7 @@ def merge(d, plots=True):
         if e["status"] != "ok":
             continue
         try:
-            doc = adapt(json.loads(read(p)))
+            doc = json.loads(read(p))
         except (ValueError, KeyError, TypeError) as err:
             e["status"] = f"failed: {os.path.basename(p)}: {err}"
             continue

@@ -75,7 +75,9 @@ static inline void schema_goal(struct schema_fig *f, const char *goal) {
     double bound;
     snprintf(f->goal, sizeof f->goal, "%s", goal);
     if (sscanf(goal, "%15s %2s %lf", what, op, &bound) != 3) return;
-    double v = !strcmp(what, "ratio") ? schema_ratio(f) : f->value;
+    double v = !strcmp(what, "ratio")   ? schema_ratio(f)
+               : !strcmp(what, "delta") ? f->value - f->base
+                                        : f->value;
     if (isnan(v)) return;
     f->met = !strcmp(op, ">=")   ? v >= bound
              : !strcmp(op, ">")  ? v > bound

@@ -29,15 +29,20 @@ cat >"$d/run/raw/two.json" <<'J'
   "io_throughput": [{"label": "direct via shim", "x": [4096, 1048576], "y": [800, 1300],
    "x_unit": "bytes", "y_unit": "MB/s"}]}}
 J
-# The malloc and cuFile programs' own formats, which the report adapts.
+# Figures whose goals the report judges (met left out), as malloc_bench and
+# cufile_bench write them.
 cat >"$d/run/raw/malloc.json" <<'J'
-{"benchmark": "malloc_bench", "mode": "quick", "rounds": 3,
- "loop64_ns": {"dspreload": 10.5, "without": 10.0, "unit": "ns"},
- "startup_ms": {"dspreload": 1.9, "without": 1.2, "unit": "ms"}}
+{"bench": "malloc_bench", "quick": true,
+ "figures": [{"id": "malloc.loop64_ns", "what": "loop64", "unit": "ns", "value": 10.5,
+   "baseline": 10.0, "higher_is_better": false, "repeats": 3, "goal": "ratio >= 0.952"},
+  {"id": "malloc.startup_ms", "what": "startup", "unit": "ms", "value": 1.9, "baseline": 1.2,
+   "higher_is_better": false, "repeats": 3, "goal": "delta <= 0.5"}], "series": {}}
 J
 cat >"$d/run/raw/cufile.json" <<'J'
-{"bench": "cufile_bench", "file_mib": 256, "call_mib": 16, "repetitions": 3, "unit": "GB/s", "rows": [
-  {"name": "pinned host buffer, /dev/shm", "shim": 6.0, "without": 3.0, "ratio": 2.0}]}
+{"bench": "cufile_bench", "quick": true,
+ "figures": [{"id": "cufile.pinned_host_buffer_dev_shm", "what": "pinned host buffer, /dev/shm",
+   "unit": "GB/s", "value": 6.0, "baseline": 3.0, "higher_is_better": true, "repeats": 3}],
+ "series": {}}
 J
 printf 'one\tok\t1\tone --quick\tone\ntwo\tok\t2\ttwo --quick\ttwo\nthree\tnot built\t0\tthree\tbuild/three\n' \
   >"$d/run/status.tsv"
