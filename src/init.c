@@ -88,6 +88,9 @@ static void init_once(void) {
     struct dsp_manager *m = &dsp_mgr;
     m->huge_mode = (int)dsp_opt(DSP_OPT_HUGEPAGES);
     m->prefault_threads = (int)dsp_opt(DSP_OPT_PREFAULT_THREADS);
+    /* Under a finite RLIMIT_MEMLOCK the quota is the program's as much as
+     * ours: no chunk locks more than the block asked for. */
+    m->chunks = dsp_sys_has_ipc_lock() || dsp_sys_memlock_limit() == (size_t)-1;
     size_t arena = (size_t)dsp_opt(DSP_OPT_ARENA_SIZE);
     if (arena == DSP_SIZE_AUTO) {
         arena = ram * 4;

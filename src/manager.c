@@ -1,6 +1,7 @@
 /* Blocks: the public API (dsp_alloc, dsp_free, dsp_is_pinned, ...) and the
  * layers' API (block.h) over the arena, pool, budget and registry. */
 #include "block.h"
+#include "config.h"
 #include "log.h"
 #include "manager.h"
 #include "registry.h"
@@ -39,6 +40,23 @@ static void retire(struct dsp_span *s) {
     dsp_pool_put(s);
     size_t cuda = m->cuda_cached.bytes;
     dsp_pool_release_until(m->pool_max > cuda ? m->pool_max - cuda : 0);
+}
+
+/* Small blocks: one new pin per block cost about 11 us here (mmap, madvise,
+ * mlock2, populate: four system calls and a fault) where posix_memalign+mlock
+ * costs 12 us, so 4 KiB blocks were no faster than the baseline. A block of
+ * at most CHUNK_FOR is cut from a new CHUNK_LEN chunk instead, whose rest
+ * serves the next small blocks from the pool (bench/pin_bench, small pins).
+ * Only while the pool has room for the rest (DSP_POOL_MAX still bounds what
+ * is pinned and unused), and only where mlock is not limited (init.c). */
+#define CHUNK_LEN (2 * DSP_MiB)
+#define CHUNK_FOR (256 * DSP_KiB)
+
+static size_t chunk_for(size_t len) {
+    struct dsp_manager *m = &dsp_mgr;
+    if (!m->chunks || len > CHUNK_FOR || dsp_pooled_bytes() + (CHUNK_LEN - len) > m->pool_max)
+        return len;
+    return CHUNK_LEN;
 }
 
 static void *fail(int err) {
@@ -102,21 +120,32 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
+    if (dsp_maps_take(2) != 0) { /* logged */
+        pthread_mutex_unlock(&m->mu);
+        dsp_stat_add(DSP_ST_pin_failures, 1);
+        return fail(ENOMEM);
+    }
     /* Locked if the budget allows; a CUDA block may go unlocked instead, since
-     * the driver's registration pins it whatever RLIMIT_MEMLOCK says. */
+     * the driver's registration pins it whatever RLIMIT_MEMLOCK says. A small
+     * block is cut from a new chunk when the budget and the pool have room
+     * for it, the rest of the chunk pooled. */
     int lock = 1;
     int quiet = (how & DSP_BLK_QUIET) != 0;
-    if (dsp_budget_reserve(len, 1, optional || quiet) != 0) {
+    size_t pin = chunk_for(len);
+    if (pin > len && dsp_budget_reserve(pin, 1, 1) != 0) pin = len;
+    if (pin == len && dsp_budget_reserve(len, 1, optional || quiet) != 0) {
         if (!optional || dsp_budget_reserve(len, 0, quiet) != 0) {
             pthread_mutex_unlock(&m->mu);
             return fail(ENOMEM);
         }
         lock = 0;
     }
-    int huge = m->huge_mode == 1 || (m->huge_mode == 0 && len >= DSP_HUGE_PAGE);
-    s = dsp_arena_take(len, huge ? DSP_HUGE_PAGE : DSP_PAGE);
+    /* by the block's size: a chunk of small blocks is small pages, like them */
+    int huge =
+        m->huge_mode == DSP_HUGE_ALWAYS || (m->huge_mode == DSP_HUGE_AUTO && len >= DSP_HUGE_PAGE);
+    s = dsp_arena_take(pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
-        dsp_budget_release(len, lock);
+        dsp_budget_release(pin, lock);
         pthread_mutex_unlock(&m->mu);
         dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
                      "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
@@ -127,19 +156,19 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     pthread_mutex_unlock(&m->mu);
 
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
-    int rc = dsp_pin_populate_lock(s, lock, optional);
+    int rc = dsp_pin_populate_lock(s, lock, optional, huge);
 
     pthread_mutex_lock(&m->mu);
     if (rc >= 0) {
         s->locked = (rc & DSP_PIN_LOCKED) != 0;
         s->huge = (rc & DSP_PIN_HUGE) != 0;
         if (lock && !s->locked) { /* mlock refused, and that was allowed */
-            dsp_budget_unlock(len);
+            dsp_budget_unlock(pin);
             lock = 0;
         }
     }
     if (rc < 0) {
-        dsp_budget_release(len, lock);
+        dsp_budget_release(pin, lock);
         dsp_arena_vacate(s);
         pthread_mutex_unlock(&m->mu);
         dsp_stat_add(DSP_ST_pin_failures, 1);
@@ -147,12 +176,23 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     }
     s->counted = 1;
     s->user = user;
+    dsp_stat_add(DSP_ST_pinned_new_bytes, pin);
+    if (pin > len) {
+        /* The chunk's rest, counted and locked like the block: pooled, or
+         * given back at once if the lock was refused (an unlocked span is
+         * never pooled). Without metadata for the split the block keeps the
+         * whole chunk. */
+        struct dsp_span *rest = dsp_span_split(s, len);
+        if (rest && rest->locked)
+            dsp_pool_put(rest);
+        else if (rest)
+            dsp_span_release(rest);
+    }
     if (go_live(s, len) != 0) {
         retire(s);
         pthread_mutex_unlock(&m->mu);
         return fail(ENOMEM);
     }
-    dsp_stat_add(DSP_ST_pinned_new_bytes, len);
     fill(out, s);
     if (out) out->fresh = 1;
     pthread_mutex_unlock(&m->mu);

@@ -25,6 +25,7 @@ struct dsp_manager {
     size_t budget, cap, pool_max, arena_size;
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
     int huge_mode, prefault_threads;
+    int chunks; /* small blocks may be cut from chunks: mlock is not limited */
 };
 
 extern struct dsp_manager dsp_mgr;
@@ -57,14 +58,28 @@ void dsp_span_unlink(struct dsp_span *s);
 /* Populates (and locks) a LIVE span outside the manager's lock, touching only
  * memory, never the span: returns DSP_PIN_* bits for the caller to record under
  * the lock, or -errno with the stage logged (the memory is then unmapped).
- * With lock_optional a refused mlock is no error: DSP_PIN_LOCKED is clear. */
+ * With lock_optional a refused mlock is no error: DSP_PIN_LOCKED is clear.
+ * want_huge: ask for transparent huge pages (else, with DSP_HUGEPAGES=never,
+ * forbid them). */
 #define DSP_PIN_LOCKED 1
 #define DSP_PIN_HUGE   2
-int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional);
+int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int want_huge);
 /* Unlock, free the memory, PROT_NONE again: 0, or -1 when a locked span could
  * not even be unlocked (then it is unchanged and must stay accounted). */
 int dsp_pin_drop(struct dsp_span *s);
+/* mlock2(MLOCK_ONFAULT) of a mapped range, the way every block is locked (so
+ * that relocked ranges keep merging with their neighbours): 0 or -errno. */
+int dsp_pin_lock_range(void *base, size_t len);
 int dsp_prefault(void *base, size_t len, int threads);
+
+/* maps.c: the process's memory maps (vm.max_map_count). Under mu. */
+/* Room for n more maps that a new pin may add, keeping the reserve left to the
+ * program: 0, or -ENOMEM (logged once) when the manager must refuse. */
+int dsp_maps_take(int n);
+void dsp_maps_note(int n);                     /* a drop may have added n maps */
+size_t dsp_maps_count(void);                   /* lines of /proc/self/maps, without allocating */
+size_t dsp_maps_max(void);                     /* vm.max_map_count (65530 if unreadable) */
+size_t dsp_maps_reserve(size_t max_map_count); /* maps left to the program */
 
 /* pool.c: cached spans. */
 struct dsp_span *dsp_pool_get(size_t len);

@@ -94,7 +94,28 @@ static void unmap(const struct dsp_span *s) {
          MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 }
 
-int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
+/* The order matters for the kernel's VMA merging (issue 12: one VMA per block
+ * exhausted vm.max_map_count at about 65,500 live blocks). Two neighbouring
+ * mappings merge only while their flags are equal and at most one of them has
+ * an anon_vma, which it gets at its first fault. So every flag a block will
+ * carry is set before any page is touched: mmap, then the huge-page advice,
+ * then mlock2(MLOCK_ONFAULT), which locks without populating. At that last
+ * flag change the block still has no anon_vma and merges with a locked
+ * neighbour of the same kind; populating afterwards locks each page as it is
+ * faulted in. Populating first, as before, gave every block an anon_vma of
+ * its own and a VMA of its own for good (tests/unit/test_maps.c,
+ * maps.live_blocks_share_vmas). */
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 1
+#endif
+
+int dsp_pin_lock_range(void *base, size_t len) {
+    /* The raw syscall: the sanitizers' mlock interceptors silently do nothing,
+     * which would make the ASan/TSan suites test a manager that pins nothing. */
+    return syscall(SYS_mlock2, base, len, MLOCK_ONFAULT) == 0 ? 0 : -errno;
+}
+
+int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int want_huge) {
     void *base = (void *)s->base;
     char a[32], b[32];
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
@@ -105,12 +126,39 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
                      dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         return -err;
     }
-    int huge = 0, want_huge = dsp_mgr.huge_mode == DSP_HUGE_ALWAYS ||
-                              (dsp_mgr.huge_mode == DSP_HUGE_AUTO && s->len >= DSP_HUGE_PAGE);
+    int huge = 0;
     if (want_huge)
         huge = madvise(base, s->len, MADV_HUGEPAGE) == 0;
     else if (dsp_mgr.huge_mode == DSP_HUGE_NEVER)
         madvise(base, s->len, MADV_NOHUGEPAGE);
+    int locked = 0;
+    if (lock) {
+        int err = -dsp_pin_lock_range(base, s->len);
+        locked = err == 0;
+        if (!locked && lock_optional) { /* the CUDA driver will pin it by registration */
+            dsp_log_once(&unlocked_logged, DSP_LOG_INFO,
+                         "mlock of %s refused (%s); the block is pinned by CUDA registration alone",
+                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+        } else if (!locked) {
+            size_t lim = dsp_sys_memlock_limit();
+            if (!dsp_sys_has_ipc_lock() && lim != (size_t)-1)
+                dsp_log_once(&memlock_missing_logged, DSP_LOG_WARN,
+                             "mlock of %s refused (%s): RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is "
+                             "missing; raise it "
+                             "with `ulimit -l unlimited`, `docker run --ulimit memlock=-1`, or "
+                             "grant CAP_IPC_LOCK",
+                             dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err),
+                             dsp_fmt_bytes(b, sizeof b, lim));
+            else
+                dsp_log_once(
+                    &mlock_logged, DSP_LOG_WARN,
+                    "mlock of %s refused (%s): the kernel could not lock that much memory; "
+                    "lower DSP_MAX_PINNED or free memory",
+                    dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+            unmap(s);
+            return -err;
+        }
+    }
     int rc = dsp_prefault(base, s->len, auto_threads(s->len));
     if (rc) {
         dsp_log_once(&populate_logged, DSP_LOG_WARN,
@@ -119,36 +167,7 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
         unmap(s);
         return rc;
     }
-    if (!lock) return huge ? DSP_PIN_HUGE : 0;
-    /* The raw syscall: the sanitizers' mlock interceptors silently do nothing,
-     * which would make the ASan/TSan suites test a manager that pins nothing. */
-    if (syscall(SYS_mlock, base, s->len) != 0) {
-        int err = errno;
-        if (lock_optional) { /* the CUDA driver will pin it by registration */
-            dsp_log_once(&unlocked_logged, DSP_LOG_INFO,
-                         "mlock of %s refused (%s); the block is pinned by CUDA registration alone",
-                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-            return huge ? DSP_PIN_HUGE : 0;
-        }
-        size_t lim = dsp_sys_memlock_limit();
-        if (!dsp_sys_has_ipc_lock() && lim != (size_t)-1)
-            dsp_log_once(&memlock_missing_logged, DSP_LOG_WARN,
-                         "mlock of %s refused (%s): RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is "
-                         "missing; raise it "
-                         "with `ulimit -l unlimited`, `docker run --ulimit memlock=-1`, or grant "
-                         "CAP_IPC_LOCK",
-                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err),
-                         dsp_fmt_bytes(b, sizeof b, lim));
-        else
-            dsp_log_once(
-                &mlock_logged, DSP_LOG_WARN,
-                "mlock of %s refused (%s): the kernel could not lock that much memory; lower "
-                "DSP_MAX_PINNED or free memory",
-                dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-        unmap(s);
-        return -err;
-    }
-    return DSP_PIN_LOCKED | (huge ? DSP_PIN_HUGE : 0);
+    return (locked ? DSP_PIN_LOCKED : 0) | (huge ? DSP_PIN_HUGE : 0);
 }
 
 static int drop_logged;
@@ -157,6 +176,7 @@ int dsp_pin_drop(struct dsp_span *s) {
     /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
      * once, leaving the address space reserved. */
     void *base = (void *)s->base;
+    dsp_maps_note(2); /* a hole in the middle of a mapping splits it in three */
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
         s->locked = 0;

@@ -12,7 +12,7 @@ DSP_STAT(pool_misses, COUNTER, "allocations that pinned new memory")
 DSP_STAT(pool_releases, COUNTER, "pooled blocks unlocked and given back to the kernel")
 DSP_STAT(pinned_new_bytes, COUNTER, "bytes newly populated and locked")
 DSP_STAT(pin_failures, COUNTER,
-         "allocations refused: mlock or populate failed, or no address space")
+         "allocations refused: mlock or populate failed, no address space, or vm.max_map_count near")
 DSP_STAT(budget_refusals, COUNTER, "allocations refused by DSP_MAX_PINNED")
 DSP_STAT(fallbacks, COUNTER, "interposed calls handed to the real function after a failure here")
 DSP_STAT(registry_ranges, GAUGE, "pinned ranges known to the registry")

@@ -22,7 +22,7 @@ void *__wrap_dsp_slab_alloc(struct dsp_slab *s) {
  * not be allocated, the next call linked the gap again, and the doubled gap
  * overlapped the next block, which a later allocation then mapped over. */
 Test(arena, failed_span_allocation_leaves_no_overlap) {
-    char *small = dsp_alloc(4096);
+    char *small = dsp_alloc(300 << 10); /* above 256 KiB: no chunk */
     cr_assert_not_null(small);
     atomic_store(&fail_in, 1); /* the gap span succeeds, the block span fails */
     cr_assert_null(dsp_alloc(2 << 20));
@@ -47,8 +47,8 @@ Test(arena, failed_span_allocation_leaves_no_overlap) {
 Test(arena, failed_split_keeps_the_pool_consistent) {
     char *a = dsp_alloc(1 << 20);
     cr_assert_eq(dsp_free(a), 0);
-    atomic_store(&fail_in, 0); /* the split of the cached span fails */
-    char *b = dsp_alloc(256 << 10);
+    atomic_store(&fail_in, 0);      /* the split of the cached span fails */
+    char *b = dsp_alloc(300 << 10); /* above 256 KiB: no chunk */
     atomic_store(&fail_in, -1);
     cr_assert_not_null(b, "a failed split falls through to new memory");
     cr_assert_neq(b, a);

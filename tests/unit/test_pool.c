@@ -38,8 +38,10 @@ Test(pool, larger_cached_block_is_split_and_merged_back) {
 }
 
 Test(pool, best_fit_prefers_the_tighter_block) {
-    char *big = dsp_alloc(8 << 20), *sep1 = dsp_alloc(4096);
-    char *small = dsp_alloc(1 << 20), *sep2 = dsp_alloc(4096);
+    /* Separators above 256 KiB: a smaller one would come with a chunk whose
+     * rest is a tighter fit still. */
+    char *big = dsp_alloc(8 << 20), *sep1 = dsp_alloc(512 << 10);
+    char *small = dsp_alloc(1 << 20), *sep2 = dsp_alloc(512 << 10);
     cr_assert_not_null(sep1);
     cr_assert_not_null(sep2);
     dsp_free(big);

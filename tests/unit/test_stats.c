@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 Test(stats, json_is_valid_and_has_the_required_keys) {
-    char *p = dsp_alloc(8192);
+    char *p = dsp_alloc(512 << 10);
     dsp_free(p);
-    p = dsp_alloc(8192);
+    p = dsp_alloc(512 << 10);
     char buf[8192];
     int n = dsp_stats_json(buf, sizeof buf);
     cr_assert_eq(n, (int)strlen(buf));
@@ -25,7 +25,7 @@ Test(stats, json_is_valid_and_has_the_required_keys) {
     cr_assert_eq(dsp_json_number(buf, "blocks_live"), 1);
     cr_assert_eq(dsp_json_number(buf, "pool_hits"), 1);
     cr_assert_eq(dsp_json_number(buf, "pool_misses"), 1);
-    cr_assert_eq(dsp_json_number(buf, "pinned_bytes"), 8192);
+    cr_assert_eq(dsp_json_number(buf, "pinned_bytes"), 512 << 10);
     cr_assert_eq(dsp_json_number(buf, "pid"), getpid());
 }
 

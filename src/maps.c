@@ -1,0 +1,98 @@
+/* The process's memory maps. The kernel refuses a new mapping, a split of one
+ * (mprotect, munmap of a middle part), thread stacks and dlopen once the
+ * process has vm.max_map_count of them (65,530 by default), and then the whole
+ * process is broken, not just the manager (issue 12: 65,500 live blocks did
+ * that). Blocks merge into few maps (pin.c says how), but merging can fail
+ * (flags a program set, mlockall(MCL_FUTURE)), so the manager also keeps
+ * count: it never makes a new pin that could take the process past
+ * max_map_count less a reserve left to the program.
+ *
+ * Counting is reading /proc/self/maps (a line per map, O(maps)), so it is not
+ * done per pin: each new pin takes 2 maps (the most one mmap into the middle of
+ * a reservation adds) from a headroom known at the last count, each drop
+ * gives up 2 more, and only an exhausted headroom costs a recount. Merged
+ * blocks make recounts rare (one per ~28,000 new pins at the default limit);
+ * when the limit is really near, a refusal is remembered for a short while so
+ * a storm of refused pins does not recount each time. Everything here runs
+ * under the manager's mutex. */
+#include "log.h"
+#include "manager.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RECOUNT_AFTER_REFUSAL_NS (100 * 1000000L)
+
+static long headroom; /* maps the manager may still add before counting again */
+static struct timespec refused_at;
+static int refused_logged;
+
+static size_t read_number(const char *path, size_t dflt) {
+    char buf[32];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return dflt;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return dflt;
+    size_t v = 0;
+    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+        v = v * 10 + (size_t)(buf[i] - '0');
+    return v ? v : dflt;
+}
+
+size_t dsp_maps_max(void) {
+    return read_number("/proc/sys/vm/max_map_count", 65530);
+}
+
+size_t dsp_maps_reserve(size_t max_map_count) {
+    size_t r = max_map_count / 8;
+    return r > 1024 ? r : 1024;
+}
+
+size_t dsp_maps_count(void) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[8192];
+    size_t lines = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n; i++) lines += buf[i] == '\n';
+    close(fd);
+    return lines;
+}
+
+static long since_ns(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    return (now.tv_sec - t->tv_sec) * 1000000000L + (now.tv_nsec - t->tv_nsec);
+}
+
+int dsp_maps_take(int n) {
+    if (DSP_LIKELY(headroom >= n)) {
+        headroom -= n;
+        return 0;
+    }
+    if ((refused_at.tv_sec || refused_at.tv_nsec) &&
+        since_ns(&refused_at) < RECOUNT_AFTER_REFUSAL_NS)
+        return -ENOMEM;
+    size_t max = dsp_maps_max(), reserve = dsp_maps_reserve(max), now = dsp_maps_count();
+    headroom = (long)max - (long)reserve - (long)now;
+    if (headroom >= n) {
+        headroom -= n;
+        refused_at.tv_sec = refused_at.tv_nsec = 0;
+        return 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &refused_at);
+    dsp_log_once(&refused_logged, DSP_LOG_WARN,
+                 "pinning refused: the process has %zu memory maps of vm.max_map_count %zu, and "
+                 "the last %zu are left to the program; free pinned blocks, or raise "
+                 "vm.max_map_count (sysctl -w vm.max_map_count=262144); the caller falls back",
+                 now, max, reserve);
+    return -ENOMEM;
+}
+
+void dsp_maps_note(int n) {
+    headroom -= n;
+}
