@@ -134,13 +134,14 @@ struct dsp_span *dsp_arena_take(size_t len, size_t align) {
     s->state = DSP_SPAN_LIVE;
     s->locked = 0;
     s->huge = 0;
+    s->taint = 0;
     return s;
 }
 
 struct dsp_span *dsp_arena_vacate(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
     s->state = DSP_SPAN_VACANT;
-    s->locked = s->huge = 0;
+    s->locked = s->huge = s->taint = 0;
     struct dsp_span *p = s->aprev, *n = s->anext;
     if (p && p->state == DSP_SPAN_VACANT) {
         dsp_bins_remove(&m->vacant, p);

@@ -26,9 +26,15 @@ static void count_live(size_t len, int sign) {
  * trims it, being the only one allowed to call the driver); unlocked ones
  * (inherited across fork, or CUDA blocks that were never registered) go
  * straight back; the rest are pooled, the general pool trimmed so that both
- * together stay under DSP_POOL_MAX. */
+ * together stay under DSP_POOL_MAX. A span whose mapping the program
+ * changed is given back, or, registered, restored. */
 static void retire(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
+    if (s->taint && !s->reg) { /* the program changed its mapping (memcalls.c) */
+        dsp_span_release(s);
+        return;
+    }
+    if (s->taint) dsp_mem_restore(s);
     if (s->reg) {
         dsp_pool_put(s);
         return;

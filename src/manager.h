@@ -81,6 +81,15 @@ size_t dsp_maps_count(void);                   /* lines of /proc/self/maps, with
 size_t dsp_maps_max(void);                     /* vm.max_map_count (65530 if unreadable) */
 size_t dsp_maps_reserve(size_t max_map_count); /* maps left to the program */
 
+/* memcalls.c: the program's own memory calls on arena memory (munlock,
+ * munlockall, mprotect, madvise); each returns as the system call would. */
+int dsp_mem_in_arena(const void *addr, size_t len); /* any overlap */
+int dsp_mem_munlock(const void *addr, size_t len);
+int dsp_mem_munlockall(void);
+int dsp_mem_mprotect(void *addr, size_t len, int prot);
+int dsp_mem_madvise(void *addr, size_t len, int advice);
+void dsp_mem_restore(struct dsp_span *s); /* under mu: undo the program's changes */
+
 /* pool.c: cached spans. */
 struct dsp_span *dsp_pool_get(size_t len);
 struct dsp_span *dsp_pool_get_registered(size_t len);

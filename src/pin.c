@@ -21,9 +21,16 @@
  * costs more than it saves (bench/pin_bench measures it). */
 #define PREFAULT_SLICE (64 * DSP_MiB)
 
+/* The manager's own advice goes to the kernel directly: the library's
+ * exported madvise is the program's (memcalls.c), and would take the
+ * manager's mutex, which a drop already holds. */
+static int advise(void *base, size_t len, int advice) {
+    return (int)syscall(SYS_madvise, base, len, advice);
+}
+
 static int populate(char *base, size_t len) {
     /* One madvise populates the range without a fault per page (Linux 5.14). */
-    if (madvise(base, len, MADV_POPULATE_WRITE) == 0) return 0;
+    if (advise(base, len, MADV_POPULATE_WRITE) == 0) return 0;
     if (errno != EINVAL) return -errno;
     for (size_t off = 0; off < len; off += DSP_PAGE) ((volatile char *)base)[off] = 0;
     return 0;
@@ -128,9 +135,9 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
     }
     int huge = 0;
     if (want_huge)
-        huge = madvise(base, s->len, MADV_HUGEPAGE) == 0;
+        huge = advise(base, s->len, MADV_HUGEPAGE) == 0;
     else if (dsp_mgr.huge_mode == DSP_HUGE_NEVER)
-        madvise(base, s->len, MADV_NOHUGEPAGE);
+        advise(base, s->len, MADV_NOHUGEPAGE);
     int locked = 0;
     if (lock) {
         int err = -dsp_pin_lock_range(base, s->len);
@@ -195,7 +202,7 @@ int dsp_pin_drop(struct dsp_span *s) {
         errno = err;
         return -1;
     }
-    madvise(base, s->len, MADV_DONTNEED);
+    advise(base, s->len, MADV_DONTNEED);
     s->locked = 0;
     s->huge = 0;
     return 0;

@@ -171,6 +171,11 @@ int dsp_reg_find(uintptr_t addr, struct dsp_range *out) {
     return 1;
 }
 
+int dsp_reg_floor(uintptr_t addr, struct dsp_range *out) {
+    uint32_t gen;
+    return lookup(addr, out, &gen) == 1;
+}
+
 int dsp_reg_contains(uintptr_t addr, size_t len) {
     uintptr_t last = addr + (len ? len - 1 : 0);
     if (last < addr) return 0;

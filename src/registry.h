@@ -32,6 +32,10 @@ int dsp_reg_remove(uintptr_t base, struct dsp_range *out);
 /* The range holding addr, whatever its generation: 1 and *out filled, or 0. */
 int dsp_reg_find(uintptr_t addr, struct dsp_range *out);
 
+/* The range with the greatest base <= addr, holding addr or not: 1 and *out
+ * filled, or 0. */
+int dsp_reg_floor(uintptr_t addr, struct dsp_range *out);
+
 /* 1 when [addr, addr+len) lies inside one range pinned in this process (not an
  * inherited one in a forked child), else 0. */
 int dsp_reg_contains(uintptr_t addr, size_t len);

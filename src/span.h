@@ -13,6 +13,10 @@ enum dsp_span_state {
     DSP_SPAN_LIVE,   /* owned by a caller, or being populated or evicted */
 };
 
+/* What the program did to a block's mapping with its own calls: such a span
+ * is restored or given back when freed, never pooled as it is. */
+enum { DSP_TAINT_PROT = 1, DSP_TAINT_READONLY = 2, DSP_TAINT_ADVICE = 4 };
+
 struct dsp_span {
     uintptr_t base;
     size_t len;
@@ -24,6 +28,7 @@ struct dsp_span {
     uint8_t huge;    /* MADV_HUGEPAGE asked for */
     uint8_t counted; /* in the budget's pinned bytes (not after a fork) */
     uint8_t reg;     /* registered with the CUDA driver as exactly [base, base+len) */
+    uint8_t taint;   /* DSP_TAINT_*: the program changed the mapping (memcalls.c) */
     uint32_t user;   /* the owning layer's data (CUDA: the flags asked for) */
     size_t block;    /* live: the caller's block length (<= len) */
 };
