@@ -77,7 +77,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     size_t len = dsp_align_up(size, DSP_PAGE);
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
 
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
     if (!s) s = dsp_pool_get(len);
@@ -85,17 +85,17 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (s) {
         if (go_live(s, len) != 0) {
             retire(s);
-            pthread_mutex_unlock(&m->mu);
+            dsp_mgr_unlock();
             return fail(ENOMEM);
         }
         dsp_stat_add(DSP_ST_pool_hits, 1);
         fill(out, s);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         return (void *)s->base;
     }
     dsp_stat_add(DSP_ST_pool_misses, 1);
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         dsp_log_once(&reserve_logged, DSP_LOG_WARN,
                      "cannot reserve address space for pinned blocks (ulimit -v?); lower "
                      "DSP_ARENA_SIZE");
@@ -108,7 +108,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     int quiet = (how & DSP_BLK_QUIET) != 0;
     if (dsp_budget_reserve(len, 1, optional || quiet) != 0) {
         if (!optional || dsp_budget_reserve(len, 0, quiet) != 0) {
-            pthread_mutex_unlock(&m->mu);
+            dsp_mgr_unlock();
             return fail(ENOMEM);
         }
         lock = 0;
@@ -117,19 +117,19 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     s = dsp_arena_take(len, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
         dsp_budget_release(len, lock);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
                      "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
                      "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
 
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
     int rc = dsp_pin_populate_lock(s, lock, optional);
 
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     if (rc >= 0) {
         s->locked = (rc & DSP_PIN_LOCKED) != 0;
         s->huge = (rc & DSP_PIN_HUGE) != 0;
@@ -141,7 +141,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (rc < 0) {
         dsp_budget_release(len, lock);
         dsp_arena_vacate(s);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
@@ -149,13 +149,13 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     s->user = user;
     if (go_live(s, len) != 0) {
         retire(s);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         return fail(ENOMEM);
     }
     dsp_stat_add(DSP_ST_pinned_new_bytes, len);
     fill(out, s);
     if (out) out->fresh = 1;
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     return (void *)s->base;
 }
 
@@ -184,9 +184,8 @@ int dsp_block_at(uintptr_t base, struct dsp_block *out) {
 }
 
 int dsp_block_set_registered(uintptr_t base, unsigned user) {
-    struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     int rc = -EINVAL;
     if (dsp_reg_find(base, &r) && r.base == base && r.kind == DSP_RANGE_BLOCK) {
         struct dsp_span *s = r.owner;
@@ -194,7 +193,7 @@ int dsp_block_set_registered(uintptr_t base, unsigned user) {
         s->user = user & DSP_BLOCKF_USER;
         rc = dsp_reg_set_flags(base, DSP_BLOCKF_REG | s->user);
     }
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     return rc;
 }
 
@@ -202,9 +201,9 @@ static int block_free(uintptr_t base, int discard) {
     if (!base || !dsp_in_arena((void *)base)) return -EINVAL;
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     if (!dsp_reg_find(base, &r) || r.base != base || r.kind != DSP_RANGE_BLOCK) {
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         return -EINVAL;
     }
     dsp_reg_remove(r.base, NULL);
@@ -216,7 +215,7 @@ static int block_free(uintptr_t base, int discard) {
     else
         retire(s);
     int over = dsp_pooled_bytes() > m->pool_max; /* read here, under the lock we hold */
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
     if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
     return over;
@@ -231,6 +230,7 @@ int dsp_block_discard(uintptr_t base) {
 }
 
 void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {
+    if (DSP_UNLIKELY(dsp_in_manager)) return fail(ENOMEM); /* a signal handler inside our lock */
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
     if (!layer) return dsp_block_alloc(size, how, out);
     /* Over budget, blocks the CUDA layer pools can make room (a block once
@@ -249,6 +249,12 @@ DSP_API void *dsp_alloc(size_t size) {
 }
 
 DSP_API int dsp_free(void *ptr) {
+    /* A signal handler that interrupted this thread inside our lock: freed at
+     * the next unlock (unchecked now; the base of a block is page-aligned). */
+    if (DSP_UNLIKELY(dsp_in_manager)) {
+        if (!dsp_in_arena(ptr) || ((uintptr_t)ptr & (DSP_PAGE - 1))) return errno = EINVAL, -1;
+        return dsp_defer_free(ptr, DSP_DEFER_BLOCK) == 0 ? 0 : (errno = EAGAIN, -1);
+    }
     int rc = dsp_block_free((uintptr_t)ptr);
     if (rc < 0) return errno = -rc, -1;
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
@@ -277,9 +283,9 @@ DSP_API size_t dsp_trim(void) {
         size_t (*fn)(void) = atomic_load(&trimmers[i]);
         if (fn) fn();
     }
-    pthread_mutex_lock(&dsp_mgr.mu);
+    dsp_mgr_lock();
     n += dsp_pool_release_until(0);
-    pthread_mutex_unlock(&dsp_mgr.mu);
+    dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
     if (layer) n += layer->trim();
     return n;
