@@ -22,16 +22,23 @@ extern "C" {
  * dsp_is_pinned(), also where transparent huge pages back it. Memory is zeroed on
  * first use and may hold old data when it comes from the pool.
  * Returns NULL with errno set on failure: EINVAL for size 0, ENOMEM when the
- * budget (DSP_MAX_PINNED) is reached, mlock is refused or the size is too large. */
+ * budget (DSP_MAX_PINNED) is reached, mlock is refused or the size is too large,
+ * or when called from a signal handler that interrupted the library on this
+ * thread. Not async-signal-safe. */
 void *dsp_alloc(size_t size);
 
 /* Frees a block from dsp_alloc() by its exact base. Returns 0, or -1 with errno
  * EINVAL when `ptr` is not the base of a live block (NULL, interior pointer,
- * double free, foreign pointer); such calls change nothing. */
+ * double free, foreign pointer); such calls change nothing. From a signal handler
+ * that interrupted the library on this thread the free is deferred to the
+ * library's next unlock (unchecked: 0, or -1 with EAGAIN when the deferral area
+ * is full and the block leaks). */
 int dsp_free(void *ptr);
 
 /* 1 when the whole [ptr, ptr+len) lies inside one pinned range (a live block or
- * a range another layer registered as pinned), else 0. len 0 asks about ptr. */
+ * a range another layer registered as pinned), else 0. len 0 asks about ptr.
+ * Async-signal-safe: in a handler that interrupted this thread's own update of
+ * the registry the answer is 0. */
 int dsp_is_pinned(const void *ptr, size_t len);
 
 /* Releases every cached (pooled) block back to the kernel, the libaio bounce

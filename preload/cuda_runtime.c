@@ -54,17 +54,19 @@ static int missing_logged, register_logged, nodriver_logged, unregister_logged, 
 
 /* Serialises registering a block on demand (two threads asking about slices
  * of one new block must not both register it: the second would get 712). */
+/* Taken with dsp_lock (reentry.h), as every lock of ours. */
 static pthread_mutex_t ondemand_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void fork_prepare(void) {
-    pthread_mutex_lock(&ondemand_mu);
+    dsp_lock(&ondemand_mu);
 }
 static void fork_parent(void) {
-    pthread_mutex_unlock(&ondemand_mu);
+    dsp_unlock(&ondemand_mu);
 }
 static void fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     ondemand_mu = fresh;
+    dsp_lock_forget();
     /* CUDA does not survive fork: a child of a process that served blocks
      * passes CUDA calls through rather than pin blocks the driver refuses. */
     int serving_mode = 1;
@@ -278,11 +280,11 @@ DSP_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
         !(flags & (cudaHostRegisterIoMemory | cudaHostRegisterReadOnly)) &&
         dsp_block_find(ptr, &b)) {
         if (!(b.flags & DSP_BLOCKF_REG)) {
-            pthread_mutex_lock(&ondemand_mu);
+            dsp_lock(&ondemand_mu);
             int ok = dsp_block_find(ptr, &b) &&
                      ((b.flags & DSP_BLOCKF_REG) ||
                       register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER) == cudaSuccess);
-            pthread_mutex_unlock(&ondemand_mu);
+            dsp_unlock(&ondemand_mu);
             if (!ok) goto real_call; /* the driver answers as it would have */
         }
         /* Inside the block, not overlapping an earlier sub-registration:
@@ -346,10 +348,10 @@ DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
 static void register_on_demand(const void *p) {
     struct dsp_block b;
     if (!serving() || !dsp_block_find(p, &b) || (b.flags & DSP_BLOCKF_REG)) return;
-    pthread_mutex_lock(&ondemand_mu);
+    dsp_lock(&ondemand_mu);
     if (dsp_block_find(p, &b) && !(b.flags & DSP_BLOCKF_REG))
         register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER);
-    pthread_mutex_unlock(&ondemand_mu);
+    dsp_unlock(&ondemand_mu);
 }
 
 DSP_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {

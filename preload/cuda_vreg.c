@@ -1,5 +1,6 @@
 #include "cuda_vreg.h"
 
+#include "../src/reentry.h"
 #include "../src/internal.h"
 
 #include <pthread.h>
@@ -8,7 +9,8 @@
 
 /* Sorted by first page, non-overlapping at page granularity (as the driver's
  * own record). Rare operations, few entries: a sorted array under a mutex,
- * binary-searched, grown with mmap (never malloc: the shim interposes it). */
+ * binary-searched, grown with mmap (never malloc: the shim interposes it).
+ * mu is taken with dsp_lock (reentry.h): a hinted free reaches it. */
 struct vreg {
     uintptr_t lo, hi; /* pages [lo, hi) */
     const void *ptr;  /* what the caller passed, for unregister */
@@ -20,14 +22,15 @@ static size_t n, cap;
 
 /* A fork while another thread holds mu must not leave the child locked out. */
 static void lock_mu(void) {
-    pthread_mutex_lock(&mu);
+    dsp_lock(&mu);
 }
 static void unlock_mu(void) {
-    pthread_mutex_unlock(&mu);
+    dsp_unlock(&mu);
 }
 static void reset_mu(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     mu = fresh;
+    dsp_lock_forget();
 }
 void dsp_vreg_init(void) {
     pthread_atfork(lock_mu, unlock_mu, reset_mu);
@@ -62,7 +65,7 @@ static int grow(void) {
 int dsp_vreg_add(const void *ptr, size_t size) {
     uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
     uintptr_t hi = dsp_align_up_ptr((uintptr_t)ptr + size, DSP_PAGE);
-    pthread_mutex_lock(&mu);
+    dsp_lock(&mu);
     size_t i = first_not_below(lo);
     int rc = 0;
     if (i < n && v[i].lo < hi) {
@@ -74,30 +77,30 @@ int dsp_vreg_add(const void *ptr, size_t size) {
         v[i] = (struct vreg){lo, hi, ptr};
         n++;
     }
-    pthread_mutex_unlock(&mu);
+    dsp_unlock(&mu);
     return rc;
 }
 
 int dsp_vreg_remove(const void *ptr) {
     uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
-    pthread_mutex_lock(&mu);
+    dsp_lock(&mu);
     size_t i = first_not_below(lo);
     int found = i < n && v[i].ptr == ptr;
     if (found) {
         memmove(v + i, v + i + 1, (n - i - 1) * sizeof *v);
         n--;
     }
-    pthread_mutex_unlock(&mu);
+    dsp_unlock(&mu);
     return found;
 }
 
 void dsp_vreg_drop_range(uintptr_t base, size_t len) {
-    pthread_mutex_lock(&mu);
+    dsp_lock(&mu);
     size_t i = first_not_below(base), j = i;
     while (j < n && v[j].lo < base + len) j++;
     if (j > i) {
         memmove(v + i, v + j, (n - j) * sizeof *v);
         n -= j - i;
     }
-    pthread_mutex_unlock(&mu);
+    dsp_unlock(&mu);
 }

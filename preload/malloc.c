@@ -9,7 +9,11 @@
  * Re-entrancy: anything the slow path calls that allocates on this thread
  * (initialisation, dl_iterate_phdr, dlsym) comes back here with the thread's
  * `busy` flag set and goes straight to glibc; the manager's prefault threads
- * allocate nothing. */
+ * allocate nothing.
+ *
+ * Signals (docs/design.md): a handler that interrupted its thread inside one
+ * of our locks (dsp_in_manager, reentry.h) allocates from glibc and defers its
+ * frees of hinted blocks; both checks are on the slow paths only. */
 #include "../src/block.h"
 #include "../src/config.h"
 #include "../src/log.h"
@@ -205,7 +209,7 @@ static unsigned mark_for(size_t align) {
 /* A hinted block of n bytes aligned to align, or NULL: then the caller calls
  * the real allocator. errno is left as it was. */
 static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *caller, int zero) {
-    if (busy) return NULL;
+    if (busy || dsp_in_manager) return NULL; /* dsp_in_manager: a signal handler inside our lock */
     busy = 1;
     int saved = errno;
     void *p = NULL;
@@ -263,6 +267,15 @@ static int hinted_block(const void *p, struct dsp_block *b) {
 }
 
 static __attribute__((noinline)) void hinted_free(void *p) {
+    if (DSP_UNLIKELY(dsp_in_manager)) {
+        /* A signal handler that interrupted this thread inside one of our
+         * locks: freed at the next unlock, checked then. */
+        int saved = errno;
+        dsp_defer_set_malloc_free(hinted_free);
+        dsp_defer_free(p, DSP_DEFER_MALLOC);
+        errno = saved;
+        return;
+    }
     int saved = errno, was = busy;
     busy = 1;
     struct dsp_block b;
@@ -313,6 +326,10 @@ static __attribute__((noinline)) void *realloc_up(void *p, size_t n, const void 
 static __attribute__((noinline)) void *realloc_hinted(void *p, size_t n, const void *caller) {
     struct dsp_block b;
     if (!hinted_block(p, &b)) {
+        if (dsp_in_manager) { /* a signal handler inside our registry write: not known now */
+            errno = ENOMEM;
+            return NULL; /* p untouched */
+        }
         hinted_free(p); /* logs */
         errno = ENOMEM;
         return NULL;

@@ -5,10 +5,10 @@
 #include "stats.h"
 
 int dsp_cuda_pool_would_make_room(size_t len) {
-    pthread_mutex_lock(&dsp_mgr.mu);
+    dsp_mgr_lock();
     size_t reg = dsp_mgr.cuda_cached.bytes;
     int ok = reg > 0 && dsp_budget_fits_after_release(len, reg);
-    pthread_mutex_unlock(&dsp_mgr.mu);
+    dsp_mgr_unlock();
     return ok;
 }
 
@@ -16,14 +16,14 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_span *s[64];
     if (max > 64) max = 64;
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     size_t keep = 0;
     if (!all) {
         size_t p = dsp_pooled_bytes(), over = p > m->pool_max ? p - m->pool_max : 0;
         keep = m->cuda_cached.bytes > over ? m->cuda_cached.bytes - over : 0;
     }
     size_t n = dsp_pool_evict_registered(keep, s, max);
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     for (size_t i = 0; i < n; i++) {
         out[i].base = s[i]->base; /* s is LIVE and ours alone until evicted() */
         out[i].len = s[i]->len;
@@ -34,12 +34,12 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
 
 void dsp_cuda_evicted(void *token) {
     struct dsp_span *s = token;
-    pthread_mutex_lock(&dsp_mgr.mu);
+    dsp_mgr_lock();
     s->reg = 0;
     s->user = 0;
     dsp_span_release(s);
     dsp_stat_add(DSP_ST_pool_releases, 1);
-    pthread_mutex_unlock(&dsp_mgr.mu);
+    dsp_mgr_unlock();
 }
 
 void dsp_set_layer(const struct dsp_layer_ops *ops) {

@@ -26,13 +26,13 @@ static DSP_TLS int initialising;
 static int atfork_registered;
 
 static void fork_prepare(void) {
-    pthread_mutex_lock(&dsp_mgr.mu);
+    dsp_mgr_lock();
     dsp_reg_fork_prepare();
 }
 
 static void fork_parent(void) {
     dsp_reg_fork_parent();
-    pthread_mutex_unlock(&dsp_mgr.mu);
+    dsp_mgr_unlock();
 }
 
 /* The child inherits the blocks but not their locks (mlock is not inherited):
@@ -47,6 +47,8 @@ static void fork_child(void) {
     atfork_registered = 1;
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     m->mu = fresh;
+    dsp_lock_forget();
+    dsp_defer_fork_child();
     dsp_reg_fork_child();
     uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
              pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);

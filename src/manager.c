@@ -101,7 +101,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     size_t len = dsp_align_up(size, DSP_PAGE);
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
 
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
     if (!s) s = dsp_pool_get(len);
@@ -109,17 +109,17 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (s) {
         if (go_live(s, len) != 0) {
             retire(s);
-            pthread_mutex_unlock(&m->mu);
+            dsp_mgr_unlock();
             return fail(ENOMEM);
         }
         dsp_stat_add(DSP_ST_pool_hits, 1);
         fill(out, s);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         return (void *)s->base;
     }
     dsp_stat_add(DSP_ST_pool_misses, 1);
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         dsp_log_once(&reserve_logged, DSP_LOG_WARN,
                      "cannot reserve address space for pinned blocks (ulimit -v?); lower "
                      "DSP_ARENA_SIZE");
@@ -127,7 +127,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         return fail(ENOMEM);
     }
     if (dsp_maps_take(2) != 0) { /* logged */
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
@@ -141,7 +141,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (pin > len && dsp_budget_reserve(pin, 1, 1) != 0) pin = len;
     if (pin == len && dsp_budget_reserve(len, 1, optional || quiet) != 0) {
         if (!optional || dsp_budget_reserve(len, 0, quiet) != 0) {
-            pthread_mutex_unlock(&m->mu);
+            dsp_mgr_unlock();
             return fail(ENOMEM);
         }
         lock = 0;
@@ -152,19 +152,19 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     s = dsp_arena_take(pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
         dsp_budget_release(pin, lock);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
                      "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
                      "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
 
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
     int rc = dsp_pin_populate_lock(s, lock, optional, huge);
 
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     if (rc >= 0) {
         s->locked = (rc & DSP_PIN_LOCKED) != 0;
         s->huge = (rc & DSP_PIN_HUGE) != 0;
@@ -176,7 +176,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (rc < 0) {
         dsp_budget_release(pin, lock);
         dsp_arena_vacate(s);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
@@ -196,12 +196,12 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     }
     if (go_live(s, len) != 0) {
         retire(s);
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         return fail(ENOMEM);
     }
     fill(out, s);
     if (out) out->fresh = 1;
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     return (void *)s->base;
 }
 
@@ -230,9 +230,8 @@ int dsp_block_at(uintptr_t base, struct dsp_block *out) {
 }
 
 int dsp_block_set_registered(uintptr_t base, unsigned user) {
-    struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     int rc = -EINVAL;
     if (dsp_reg_find(base, &r) && r.base == base && r.kind == DSP_RANGE_BLOCK) {
         struct dsp_span *s = r.owner;
@@ -240,7 +239,7 @@ int dsp_block_set_registered(uintptr_t base, unsigned user) {
         s->user = user & DSP_BLOCKF_USER;
         rc = dsp_reg_set_flags(base, DSP_BLOCKF_REG | s->user);
     }
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     return rc;
 }
 
@@ -248,9 +247,9 @@ static int block_free(uintptr_t base, int discard) {
     if (!base || !dsp_in_arena((void *)base)) return -EINVAL;
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
-    pthread_mutex_lock(&m->mu);
+    dsp_mgr_lock();
     if (!dsp_reg_find(base, &r) || r.base != base || r.kind != DSP_RANGE_BLOCK) {
-        pthread_mutex_unlock(&m->mu);
+        dsp_mgr_unlock();
         return -EINVAL;
     }
     dsp_reg_remove(r.base, NULL);
@@ -262,7 +261,7 @@ static int block_free(uintptr_t base, int discard) {
     else
         retire(s);
     int over = dsp_pooled_bytes() > m->pool_max; /* read here, under the lock we hold */
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
     if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
     return over;
@@ -277,6 +276,7 @@ int dsp_block_discard(uintptr_t base) {
 }
 
 void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {
+    if (DSP_UNLIKELY(dsp_in_manager)) return fail(ENOMEM); /* a signal handler inside our lock */
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
     if (!layer) return dsp_block_alloc(size, how, out);
     /* Over budget, blocks the CUDA layer pools can make room (a block once
@@ -295,6 +295,12 @@ DSP_API void *dsp_alloc(size_t size) {
 }
 
 DSP_API int dsp_free(void *ptr) {
+    /* A signal handler that interrupted this thread inside our lock: freed at
+     * the next unlock (unchecked now; the base of a block is page-aligned). */
+    if (DSP_UNLIKELY(dsp_in_manager)) {
+        if (!dsp_in_arena(ptr) || ((uintptr_t)ptr & (DSP_PAGE - 1))) return errno = EINVAL, -1;
+        return dsp_defer_free(ptr, DSP_DEFER_BLOCK) == 0 ? 0 : (errno = EAGAIN, -1);
+    }
     int rc = dsp_block_free((uintptr_t)ptr);
     if (rc < 0) return errno = -rc, -1;
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
@@ -323,9 +329,9 @@ DSP_API size_t dsp_trim(void) {
         size_t (*fn)(void) = atomic_load(&trimmers[i]);
         if (fn) fn();
     }
-    pthread_mutex_lock(&dsp_mgr.mu);
+    dsp_mgr_lock();
     n += dsp_pool_release_until(0);
-    pthread_mutex_unlock(&dsp_mgr.mu);
+    dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
     if (layer) n += layer->trim();
     return n;

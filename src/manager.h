@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "block.h"
+#include "reentry.h"
 #include "slab.h"
 #include "span.h"
 
@@ -29,6 +30,14 @@ struct dsp_manager {
 };
 
 extern struct dsp_manager dsp_mgr;
+
+/* Every lock of mu goes through these (reentry.h: signal handlers). */
+static inline void dsp_mgr_lock(void) {
+    dsp_lock(&dsp_mgr.mu);
+}
+static inline void dsp_mgr_unlock(void) {
+    dsp_unlock(&dsp_mgr.mu);
+}
 
 /* Initialises the process-wide state on first use; 1 when ready, 0 when called
  * re-entrantly from inside initialisation (the caller then falls back). */

@@ -16,7 +16,9 @@
  *   the kernel would refuse locked memory with EINVAL: glibc's memory would
  *   read zeros afterwards, and the pages stay resident, locked and registered.
  * The checks are one compare for calls outside the arena, and a walk of the
- * spans the call covers, under the manager's mutex, for calls inside. */
+ * spans the call covers, under the manager's mutex, for calls inside. A call
+ * from a signal handler that interrupted this thread inside the manager
+ * cannot take the mutex: it is the plain system call (reentry.h). */
 #include "internal.h"
 #include "log.h"
 #include "manager.h"
@@ -82,7 +84,8 @@ static int relock_logged;
 
 int dsp_mem_munlockall(void) {
     struct dsp_manager *m = &dsp_mgr;
-    pthread_mutex_lock(&m->mu);
+    if (dsp_in_manager) return (int)syscall(SYS_munlockall); /* a signal handler: see below */
+    dsp_mgr_lock();
     int rc = (int)syscall(SYS_munlockall), err = errno;
     /* Lock the manager's locked spans again, each run of neighbours at once. */
     uintptr_t run = 0, end = 0;
@@ -99,7 +102,7 @@ int dsp_mem_munlockall(void) {
         run = end = s->state != DSP_SPAN_VACANT && s->locked ? s->base : 0;
         if (run) end = s->base + s->len;
     }
-    pthread_mutex_unlock(&m->mu);
+    dsp_mgr_unlock();
     errno = err;
     return rc;
 }
@@ -119,12 +122,12 @@ static void taint_unless_huge(struct dsp_span *s, uintptr_t a, uintptr_t e, void
 int dsp_mem_mprotect(void *addr, size_t len, int prot) {
     uintptr_t lo, hi;
     int rc = (int)syscall(SYS_mprotect, addr, len, prot);
-    if (rc != 0 || !arena_part((uintptr_t)addr, len, &lo, &hi)) return rc;
+    if (rc != 0 || !arena_part((uintptr_t)addr, len, &lo, &hi) || dsp_in_manager) return rc;
     int err = errno;
     unsigned bits = DSP_TAINT_PROT | ((prot & PROT_WRITE) ? 0 : DSP_TAINT_READONLY);
-    pthread_mutex_lock(&dsp_mgr.mu);
+    dsp_mgr_lock();
     each_span(lo, hi, taint, &bits);
-    pthread_mutex_unlock(&dsp_mgr.mu);
+    dsp_mgr_unlock();
     errno = err;
     return rc;
 }
@@ -164,9 +167,9 @@ int dsp_mem_madvise(void *addr, size_t len, int advice) {
     if (dropping) {
         rc = (int)outside(SYS_madvise, (uintptr_t)addr, len, lo, hi, advice);
         err = errno;
-        pthread_mutex_lock(&dsp_mgr.mu);
+        dsp_mgr_lock();
         each_span(lo, hi, zero, &rc);
-        pthread_mutex_unlock(&dsp_mgr.mu);
+        dsp_mgr_unlock();
         if (rc) err = errno;
     } else {
         rc = (int)syscall(SYS_madvise, addr, len, advice);
@@ -175,12 +178,12 @@ int dsp_mem_madvise(void *addr, size_t len, int advice) {
          * (NumPy advises MADV_HUGEPAGE on every large array). */
         if (rc == 0 && advice_changes_flags(advice)) {
             unsigned bits = DSP_TAINT_ADVICE;
-            pthread_mutex_lock(&dsp_mgr.mu);
+            dsp_mgr_lock();
             if (advice == MADV_HUGEPAGE)
                 each_span(lo, hi, taint_unless_huge, NULL);
             else
                 each_span(lo, hi, taint, &bits);
-            pthread_mutex_unlock(&dsp_mgr.mu);
+            dsp_mgr_unlock();
         }
     }
     errno = err;

@@ -18,6 +18,7 @@
  * time between the two increments of the counter. */
 #include "registry.h"
 
+#include "reentry.h"
 #include "internal.h"
 #include "slab.h"
 
@@ -96,6 +97,13 @@ static struct {
        DSP_SLAB_INIT(sizeof(struct leaf)),
        DSP_SLAB_INIT(sizeof(struct inner))};
 
+/* This thread is between the two increments of seq: a reader on it (a signal
+ * handler that interrupted the write) would wait for itself. */
+static DSP_TLS int writing;
+
+/* Tests only: called in the middle of every write, to widen the window. */
+void (*dsp_reg_test_mid_write)(void);
+
 /* --- readers ----------------------------------------------------------------- */
 
 /* Number of keys <= k among the first n (keys are sorted). A counting scan,
@@ -145,11 +153,14 @@ static int predecessor(uintptr_t k, struct dsp_range *out) {
     return 1;
 }
 
-/* Runs predecessor() until it reads a tree no writer touched meanwhile. */
+/* Runs predecessor() until it reads a tree no writer touched meanwhile; -2
+ * ("unknown") when the writer is this very thread, interrupted by a signal
+ * handler that asks: spinning would never end. */
 static int lookup(uintptr_t k, struct dsp_range *out, uint32_t *gen) {
     for (;;) {
         unsigned s = atomic_load_explicit(&R.seq, memory_order_acquire);
         if (DSP_UNLIKELY(s & 1)) {
+            if (writing) return -2;
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
@@ -195,16 +206,22 @@ uint32_t dsp_reg_generation(void) {
 /* --- writers (under wmutex, between the two increments of seq) --------------- */
 
 static void write_begin(void) {
-    pthread_mutex_lock(&R.wmutex);
+    dsp_lock(&R.wmutex);
+    writing = 1;
+    atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     SEQ_FENCE(memory_order_release);
 }
 
 static void write_end(void) {
+    void (*hook)(void) = __atomic_load_n(&dsp_reg_test_mid_write, __ATOMIC_RELAXED);
+    if (DSP_UNLIKELY(hook != NULL)) hook();
     atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
                           memory_order_release);
-    pthread_mutex_unlock(&R.wmutex);
+    atomic_signal_fence(memory_order_seq_cst);
+    writing = 0;
+    dsp_unlock(&R.wmutex);
 }
 
 /* The writer's own reads need no atomics against itself, but the stores must
@@ -383,7 +400,7 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
     if (!len || end < base) return -EINVAL;
     struct payload v = {end, owner, 0, (uint16_t)kind, (uint16_t)flags};
     int rc, pos;
-    pthread_mutex_lock(&R.wmutex); /* checks first: a refused insert does not disturb readers */
+    dsp_lock(&R.wmutex); /* checks first: a refused insert does not disturb readers */
     v.gen = R.gen;
     struct leaf *p = writer_predecessor(end - 1, &pos);
     if (p && p->val[pos].end > base) {
@@ -392,9 +409,11 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
         rc = reserve_nodes();
     }
     if (rc) {
-        pthread_mutex_unlock(&R.wmutex);
+        dsp_unlock(&R.wmutex);
         return rc;
     }
+    writing = 1;
+    atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     SEQ_FENCE(memory_order_release);
@@ -498,15 +517,16 @@ int dsp_reg_set_flags(uintptr_t base, unsigned flags) {
 /* --- fork -------------------------------------------------------------------- */
 
 void dsp_reg_fork_prepare(void) {
-    pthread_mutex_lock(&R.wmutex);
+    dsp_lock(&R.wmutex);
 }
 void dsp_reg_fork_parent(void) {
-    pthread_mutex_unlock(&R.wmutex);
+    dsp_unlock(&R.wmutex);
 }
 
 void dsp_reg_fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     R.wmutex = fresh;
+    dsp_lock_forget();
     /* prepare held the mutex, so no write was half done: seq is even. */
     ST(R.gen, R.gen + 1);
 }

@@ -29,7 +29,9 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
  * NULL), or -ENOENT. */
 int dsp_reg_remove(uintptr_t base, struct dsp_range *out);
 
-/* The range holding addr, whatever its generation: 1 and *out filled, or 0. */
+/* The range holding addr, whatever its generation: 1 and *out filled, or 0.
+ * In a signal handler that interrupted this thread's own write of the
+ * registry, the answer is not known: 0 (and dsp_reg_contains says 0). */
 int dsp_reg_find(uintptr_t addr, struct dsp_range *out);
 
 /* The range with the greatest base <= addr, holding addr or not: 1 and *out
@@ -47,6 +49,10 @@ int dsp_reg_set_flags(uintptr_t base, unsigned flags);
 uint32_t dsp_reg_generation(void);
 
 size_t dsp_reg_count(void);
+
+/* Tests only (tests/unit/test_registry.c): when set, called by every writer
+ * between the two increments of the sequence counter. */
+extern void (*dsp_reg_test_mid_write)(void);
 
 /* Fork: prepare takes the lock so no reader or writer is mid-way; the child
  * bumps the generation, so ranges inherited from the parent (whose locks the

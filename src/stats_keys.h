@@ -16,6 +16,10 @@ DSP_STAT(pin_failures, COUNTER,
 DSP_STAT(budget_refusals, COUNTER, "allocations refused by DSP_MAX_PINNED")
 DSP_STAT(fallbacks, COUNTER, "interposed calls handed to the real function after a failure here")
 DSP_STAT(registry_ranges, GAUGE, "pinned ranges known to the registry")
+DSP_STAT(deferred_frees, COUNTER,
+         "frees in a signal handler that interrupted the shim, deferred to the next unlock")
+DSP_STAT(deferred_frees_leaked, COUNTER,
+         "of those, frees dropped because the deferred-free area was full (the blocks leak)")
 DSP_STAT(cuda_host_alloc_served, COUNTER,
          "cudaHostAlloc/cudaMallocHost calls served by the manager")
 DSP_STAT(cuda_host_alloc_passthrough, COUNTER,

@@ -106,3 +106,41 @@ Test(alloc, version_matches_header) {
              DSP_VERSION_PATCH);
     cr_assert_str_eq(dsp_version(), want);
 }
+
+/* Signals (docs/design.md): inside one of the library's locks (as a signal
+ * handler that interrupted it sees dsp_in_manager) dsp_alloc refuses at once
+ * and dsp_free defers, drained by the next unlock; a full deferral area leaks
+ * rather than blocks. The count is raised by hand here, as a handler finds it. */
+#include "../../src/reentry.h"
+
+Test(alloc, inside_the_lock_alloc_refuses_and_free_is_deferred_to_the_next_unlock) {
+    enum { N = 300 };
+    static void *p[N];
+    int got = 0;
+    for (int i = 0; i < N; i++) got += (p[i] = dsp_alloc(4096)) != NULL;
+    cr_assert_eq(got, N);
+    long long live = stat_of("blocks_live");
+    dsp_in_manager++;
+    errno = 0;
+    cr_assert_null(dsp_alloc(4096), "would wait for the lock this thread holds");
+    cr_assert_eq(errno, ENOMEM);
+    cr_assert_eq(dsp_free((char *)p[0] + 1), -1, "not a block base");
+    cr_assert_eq(errno, EINVAL);
+    int deferred = 0, leaked = 0;
+    for (int i = 0; i < N; i++) {
+        if (dsp_free(p[i]) == 0)
+            deferred++;
+        else if (errno == EAGAIN)
+            leaked++;
+    }
+    cr_assert_eq(deferred, 256, "the deferral area holds 256");
+    cr_assert_eq(leaked, N - 256);
+    dsp_in_manager--;
+    cr_assert_eq(stat_of("blocks_live"), live, "nothing freed yet");
+    cr_assert_eq(stat_of("deferred_frees"), 256);
+    cr_assert_eq(stat_of("deferred_frees_leaked"), N - 256);
+    dsp_trim(); /* takes and releases the lock: drains */
+    cr_assert_eq(stat_of("blocks_live"), live - 256);
+    cr_assert(!dsp_is_pinned(p[0], 1));
+    cr_assert(dsp_is_pinned(p[N - 1], 1), "leaked, still live");
+}

@@ -234,3 +234,97 @@ Test(registry, readers_follow_new_nodes_while_the_tree_grows, .timeout = 120) {
     cr_assert_eq(atomic_load(&failures), 0);
     cr_assert_eq(dsp_reg_count(), 200000);
 }
+
+/* Signals (docs/design.md): a handler that interrupts this thread between the
+ * two increments of the sequence counter and asks the registry must get an
+ * answer ("unknown": not pinned), not spin on a writer that is itself. Before
+ * the fix lookup() spun forever: this test hung at its first write. */
+#include <dspreload.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <time.h>
+
+static volatile sig_atomic_t handled, answered_pinned, mid_write;
+
+static void ask_in_handler(int sig) {
+    (void)sig;
+    int saved = errno;
+    if (dsp_is_pinned((void *)BASE, 1)) answered_pinned++;
+    if (dsp_reg_contains(BASE, 1)) answered_pinned++;
+    struct dsp_range r;
+    if (dsp_reg_find(BASE, &r)) answered_pinned++;
+    handled++;
+    errno = saved;
+}
+
+static void raise_mid_write(void) {
+    mid_write++;
+    raise(SIGRTMIN + 3);
+}
+
+Test(registry, is_pinned_in_a_signal_handler_that_interrupted_a_registry_write,
+     .timeout = 120) { /* 120 as the others: Criterion 2.4 leaks (LSan) with a new value */
+    struct sigaction sa = {0};
+    sa.sa_handler = ask_in_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGRTMIN + 3, &sa, NULL), 0);
+    cr_assert_eq(dsp_reg_insert(BASE, 4096, DSP_RANGE_EXTERNAL, 0, NULL), 0);
+    dsp_reg_test_mid_write = raise_mid_write;
+    int bad = 0; /* no cr_assert in loops: Criterion reports each one to its runner */
+    for (size_t i = 1; i <= 1000; i++) {
+        bad += dsp_reg_insert(BASE + i * 8192, 4096, DSP_RANGE_EXTERNAL, 0, NULL) != 0;
+        bad += dsp_reg_set_flags(BASE + i * 8192, 3) != 0;
+        if (i % 2) bad += dsp_reg_remove(BASE + i * 8192, NULL) != 0;
+    }
+    dsp_reg_test_mid_write = NULL;
+    cr_assert_eq(bad, 0);
+    cr_assert_eq(mid_write, 2500);
+    cr_assert_eq(handled, 2500, "the handler ran inside every write");
+    cr_assert_eq(answered_pinned, 0, "mid-write the answer is unknown: not pinned");
+    raise(SIGRTMIN + 3); /* outside a write: the real answer */
+    cr_assert_eq(handled, 2501);
+    cr_assert_eq(answered_pinned, 3);
+    cr_assert_eq(dsp_reg_count(), 501);
+}
+
+/* The same without a hook: a timer signal every 50 us while this thread
+ * inserts and removes; every handler run must return. */
+static volatile sig_atomic_t ticks;
+static void tick(int sig) {
+    (void)sig;
+    int saved = errno;
+    (void)dsp_is_pinned((void *)(BASE + 4096 * 3), 1);
+    ticks++;
+    errno = saved;
+}
+
+Test(registry, timer_signal_readers_during_writes_never_hang, .timeout = 120) {
+    struct sigaction sa = {0};
+    sa.sa_handler = tick;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
+    int bad = 0;
+    for (size_t i = 0; i < 2000; i++)
+        bad += dsp_reg_insert(BASE + i * 65536, 4096, DSP_RANGE_EXTERNAL, 0, NULL) != 0;
+    struct itimerval it = {{0, 50}, {0, 50}};
+    cr_assert_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long rounds = 0;
+    do {
+        for (size_t i = 0; i < 2000; i++) {
+            uintptr_t b = BASE + i * 65536 + 16384;
+            bad += dsp_reg_insert(b, 4096, DSP_RANGE_EXTERNAL, 0, NULL) != 0;
+            bad += dsp_reg_remove(b, NULL) != 0;
+        }
+        rounds++;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (ticks < 5000 && t.tv_sec - t0.tv_sec < 30);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    cr_assert_eq(bad, 0);
+    cr_assert_geq(ticks, 2000, "only %d timer signals in 30 s (%ld rounds)", (int)ticks, rounds);
+    cr_assert_eq(dsp_reg_count(), 2000);
+}

@@ -1,0 +1,55 @@
+/* Re-entrancy from signal handlers (docs/design.md, "Signals").
+ *
+ * Every mutex of ours that an allocation or a free could wait on is taken
+ * through dsp_lock/dsp_unlock, which count the locks this thread holds (or is
+ * waiting for) in one initial-exec thread-local. A signal handler that runs
+ * malloc or free on a thread whose count is non-zero must not take any of
+ * them: that thread would wait for itself. The malloc layer then serves the
+ * allocation from glibc and defers the free (dsp_defer_free); the next unlock
+ * that brings a thread's count back to zero frees what was deferred. */
+#ifndef DSP_REENTRY_H
+#define DSP_REENTRY_H
+
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Locks of ours this thread holds or waits for. */
+extern DSP_TLS int dsp_in_manager;
+/* Entries waiting in the deferred-free area (may read low for a moment). */
+extern _Atomic int dsp_deferred_pending;
+void dsp_deferred_drain(void);
+
+static inline void dsp_lock(pthread_mutex_t *mu) {
+    dsp_in_manager++;
+    atomic_signal_fence(memory_order_seq_cst); /* counted before it can block */
+    pthread_mutex_lock(mu);
+}
+
+static inline void dsp_unlock(pthread_mutex_t *mu) {
+    pthread_mutex_unlock(mu);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (--dsp_in_manager == 0 &&
+        DSP_UNLIKELY(atomic_load_explicit(&dsp_deferred_pending, memory_order_relaxed) > 0))
+        dsp_deferred_drain();
+}
+
+/* Fork child handlers: the lock the prepare handler took is re-initialised,
+ * not unlocked; the forking thread no longer holds it. */
+static inline void dsp_lock_forget(void) {
+    dsp_in_manager--;
+}
+
+/* Deferred frees, for a signal handler that interrupted its thread inside one
+ * of our locks. DSP_DEFER_MALLOC: p is a pointer malloc handed out, freed
+ * later by the handler set with dsp_defer_set_malloc_free; DSP_DEFER_BLOCK: p
+ * is a block base, freed later with dsp_block_free. 0, or -1 when the area
+ * is full (logged once; the block leaks). Async-signal-safe: no lock, no
+ * allocation. */
+enum { DSP_DEFER_BLOCK = 0, DSP_DEFER_MALLOC = 1 };
+int dsp_defer_free(void *p, int kind);
+void dsp_defer_set_malloc_free(void (*fn)(void *));
+void dsp_defer_fork_child(void);
+
+#endif
