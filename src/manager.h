@@ -93,6 +93,7 @@ size_t dsp_maps_reserve(size_t max_map_count); /* maps left to the program */
 /* memcalls.c: the program's own memory calls on arena memory (munlock,
  * munlockall, mprotect, madvise); each returns as the system call would. */
 int dsp_mem_in_arena(const void *addr, size_t len); /* any overlap */
+int dsp_mem_mlock(const void *addr, size_t len, int flags); /* flags < 0: mlock, else mlock2 */
 int dsp_mem_munlock(const void *addr, size_t len);
 int dsp_mem_munlockall(void);
 int dsp_mem_mprotect(void *addr, size_t len, int prot);

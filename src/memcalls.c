@@ -80,6 +80,40 @@ int dsp_mem_munlock(const void *addr, size_t len) {
     return (int)outside(SYS_munlock, (uintptr_t)addr, len, lo, hi, 0);
 }
 
+/* mlock and mlock2 (flags >= 0) of a range. A block the manager locked is
+ * skipped: relocking it with other flags (plain mlock clears the
+ * MLOCK_ONFAULT the manager locks with) would split it from its neighbours,
+ * a map or two per block that DeepSpeed-style pinning locks. Spans not locked
+ * here (CUDA blocks pinned by registration alone, blocks inherited across
+ * fork) are locked as asked. */
+static int lock_range(uintptr_t a, size_t len, int flags) {
+    return (int)(flags < 0 ? syscall(SYS_mlock, a, len) : syscall(SYS_mlock2, a, len, flags));
+}
+
+struct mlock_arg {
+    int flags, rc, err;
+};
+
+static void lock_unlocked(struct dsp_span *s, uintptr_t a, uintptr_t e, void *arg) {
+    struct mlock_arg *m = arg;
+    if (s->state != DSP_SPAN_LIVE || s->locked) return;
+    if (lock_range(a, e - a, m->flags) != 0) m->rc = -1, m->err = errno;
+}
+
+int dsp_mem_mlock(const void *addr, size_t len, int flags) {
+    uintptr_t lo, hi, a = (uintptr_t)addr;
+    if (!arena_part(a, len, &lo, &hi) || dsp_in_manager) return lock_range(a, len, flags);
+    struct mlock_arg m = {flags, 0, errno};
+    uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
+    if (a < lo && lock_range(a, lo - a, flags) != 0) m.rc = -1, m.err = errno;
+    if (e > hi && lock_range(hi, e - hi, flags) != 0) m.rc = -1, m.err = errno;
+    dsp_mgr_lock();
+    each_span(lo, hi, lock_unlocked, &m);
+    dsp_mgr_unlock();
+    errno = m.err;
+    return m.rc;
+}
+
 static int relock_logged;
 
 int dsp_mem_munlockall(void) {
