@@ -118,9 +118,10 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (!s) {
         dsp_budget_release(len, lock);
         pthread_mutex_unlock(&m->mu);
-        dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
-                     "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
-                     "DSP_ARENA_SIZE");
+        if (!m->as_limited) /* under RLIMIT_AS the arena logged why it could not grow */
+            dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
+                         "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
+                         "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }

@@ -92,6 +92,7 @@ static int unlocked_logged;
 static void unmap(const struct dsp_span *s) {
     mmap((void *)s->base, s->len, PROT_NONE,
          MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
 }
 
 int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional) {
@@ -159,6 +160,7 @@ int dsp_pin_drop(struct dsp_span *s) {
     void *base = (void *)s->base;
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
+        dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
         s->locked = 0;
         s->huge = 0;
         return 0;

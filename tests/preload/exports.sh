@@ -6,13 +6,15 @@
 lib=$1
 syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^$")
 mallocs='malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size'
+# The program's memory calls (preload/memcalls.c), unversioned like malloc.
+memcalls='mlockall mlock mlock2'
 bad=$(echo "$syms" | grep -v "^dsp_" | grep -v "^cuda" | grep -v "^cuFile" | grep -v "^LIBAIO_0\.[145]$" |
-  grep -vxE "$(echo $mallocs | tr ' ' '|')" |
+  grep -vxE "$(echo $mallocs $memcalls | tr ' ' '|')" |
   grep -v -x -e 'io_submit@@LIBAIO_0.1' -e 'io_getevents@@LIBAIO_0.4' -e 'io_getevents@LIBAIO_0.1' \
     -e 'io_cancel@@LIBAIO_0.4' -e 'io_cancel@LIBAIO_0.1' -e 'io_destroy@@LIBAIO_0.4' \
     -e 'io_pgetevents@@LIBAIO_0.5')
 if [ -n "$bad" ]; then echo "unexpected exports: $bad"; exit 1; fi
-for sym in $mallocs cudaHostAlloc cudaFreeHost cudaPointerGetAttributes \
+for sym in $mallocs $memcalls cudaHostAlloc cudaFreeHost cudaPointerGetAttributes \
     cuFileRead cuFileWrite cuFileBufRegister cuFileBufDeregister cuFileHandleRegister \
     cuFileHandleDeregister cuFileDriverOpen cuFileDriverClose cuFileDriverClose_v2 \
     dsp_alloc dsp_free dsp_is_pinned dsp_stats_json dsp_trim dsp_version \
@@ -21,5 +23,5 @@ for sym in $mallocs cudaHostAlloc cudaFreeHost cudaPointerGetAttributes \
   echo "$syms" | grep -q -x "$sym" || { echo "missing or wrongly versioned export: $sym"; exit 1; }
 done
 if objdump -T "$lib" | grep -E ' (dsp_|cuda|cuFile)' | grep -v 'Base'; then echo "versioned dsp_/cuda/cuFile symbols"; exit 1; fi
-if objdump -T "$lib" | grep -E ' (malloc|free|calloc|realloc)$' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned malloc family"; exit 1; fi
+if objdump -T "$lib" | grep -E ' (malloc|free|calloc|realloc|mlockall|mlock|mlock2)$' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned malloc family"; exit 1; fi
 echo "exports ok"
