@@ -1,6 +1,13 @@
-/* The arena: one reservation of address space (PROT_NONE, no memory) that every
- * manager block is cut from. Vacant pieces are indexed by size for reuse and
- * coalesce with their neighbours. */
+/* The arena: reservations of address space (PROT_NONE, no memory) that every
+ * manager block is cut from, all inside one range [lo, hi) so that "is this
+ * ours?" stays a compare. Vacant pieces are indexed by size for reuse and
+ * coalesce with their neighbours.
+ *
+ * Unlimited address space (the usual case): one reservation of
+ * DSP_ARENA_SIZE. Under a finite RLIMIT_AS the arena takes at most an eighth
+ * of what the limit leaves at a time, and grows in place (right above hi,
+ * else right below lo) when it is full, so the program keeps the rest of its
+ * address space (regression: quota.arena_respects_rlimit_as). */
 #include "config.h"
 #include "fmt.h"
 #include "log.h"
@@ -8,23 +15,147 @@
 #include "sys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#define ARENA_ALIGN DSP_GiB
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define ARENA_ALIGN   DSP_GiB
+#define RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+#define PIECE_ALIGN   DSP_HUGE_PAGE /* pieces keep 2 MiB-aligned blocks possible */
+#define AS_SHARE      8             /* a piece is at most 1/AS_SHARE of what RLIMIT_AS leaves */
+#define USER_TOP      ((uintptr_t)1 << 47)
+
+static int grow_logged, restore_logged;
+
+/* What RLIMIT_AS still allows (the limit minus VmSize), SIZE_MAX when unlimited. */
+static size_t as_left(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+    size_t vm = 0;
+    char buf[64];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+            vm = vm * 10 + (size_t)(buf[i] - '0');
+        vm *= DSP_PAGE;
+    }
+    return rl.rlim_cur > vm ? (size_t)rl.rlim_cur - vm : 0;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* An address in the middle of the largest hole of the address space (from
+ * /proc/self/maps, above 4 GiB), so that a piece placed there can grow both
+ * ways; 0 when no hole holds 4 * len. mmap's own choice lands right under the
+ * libraries, where the program's next mappings would fence the arena in. */
+static uintptr_t roomy_place(size_t len) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[4096];
+    uintptr_t a = 0, b = 0, prev = (uintptr_t)4 << 30, best = 0, best_len = 0;
+    int field = 0; /* 0: start, 1: end, 2: the rest of the line */
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n; i++) {
+            char c = buf[i];
+            if (c == '\n') {
+                field = 0, a = b = 0;
+                continue;
+            }
+            if (field == 2) continue;
+            if (field == 0 && c == '-') {
+                field = 1;
+                continue;
+            }
+            int d = hexval(c);
+            if (d >= 0) {
+                if (field == 0)
+                    a = a * 16 + (uintptr_t)d;
+                else
+                    b = b * 16 + (uintptr_t)d;
+                continue;
+            }
+            if (field == 1 && a < USER_TOP) {
+                if (a > prev && a - prev > best_len) best = prev, best_len = a - prev;
+                if (b > prev) prev = b;
+            }
+            field = 2;
+        }
+    close(fd);
+    if (prev < USER_TOP && USER_TOP - DSP_GiB - prev > best_len)
+        best = prev, best_len = USER_TOP - DSP_GiB - prev;
+    if (best_len / 4 < len) return 0;
+    return (best + best_len / 2 - len / 2) & ~(uintptr_t)(ARENA_ALIGN - 1);
+}
+
+/* Reserves exactly [at, at + len), never over anything: 1 or 0. */
+static int map_at(uintptr_t at, size_t len) {
+    void *p = mmap((void *)at, len, PROT_NONE, RESERVE_FLAGS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    if ((uintptr_t)p != at) { /* a kernel before 4.17 took the address as a hint */
+        munmap(p, len);
+        return 0;
+    }
+    dsp_arena_unlock_reserved(at, len);
+    return 1;
+}
+
+static void publish_range(uintptr_t lo, uintptr_t hi) {
+    atomic_store_explicit(&dsp_mgr.hi, hi, memory_order_relaxed);
+    atomic_store_explicit(&dsp_mgr.lo, lo, memory_order_release);
+}
+
+static int reserve_limited(size_t left) {
+    struct dsp_manager *m = &dsp_mgr;
+    size_t want = (left / AS_SHARE) & ~(PIECE_ALIGN - 1);
+    if (want > m->arena_size) want = m->arena_size;
+    if (want < PIECE_ALIGN) return -ENOMEM;
+    uintptr_t lo = roomy_place(want);
+    if (!lo || !map_at(lo, want)) {
+        void *p = mmap(NULL, want + PIECE_ALIGN, PROT_NONE, RESERVE_FLAGS, -1, 0);
+        if (p == MAP_FAILED) return -ENOMEM;
+        uintptr_t raw = (uintptr_t)p;
+        lo = dsp_align_up_ptr(raw, PIECE_ALIGN);
+        if (lo > raw) munmap(p, lo - raw);
+        munmap((void *)(lo + want), raw + want + PIECE_ALIGN - (lo + want));
+        dsp_arena_unlock_reserved(lo, want);
+    }
+    m->as_limited = 1;
+    m->bump = lo;
+    publish_range(lo, lo + want);
+    char a[32], b[32];
+    dsp_info("RLIMIT_AS: reserved %s of address space for pinned blocks (the limit leaves %s); "
+             "more is reserved in pieces as needed",
+             dsp_fmt_bytes(a, sizeof a, want), dsp_fmt_bytes(b, sizeof b, left));
+    return 0;
+}
 
 int dsp_arena_reserve(void) {
     struct dsp_manager *m = &dsp_mgr;
+    size_t left = as_left();
+    if (left != SIZE_MAX) return reserve_limited(left);
     size_t want = m->arena_size;
     for (; want >= ARENA_ALIGN; want /= 2) {
-        void *p = mmap(NULL, want + ARENA_ALIGN, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *p = mmap(NULL, want + ARENA_ALIGN, PROT_NONE, RESERVE_FLAGS, -1, 0);
         if (p == MAP_FAILED) continue;
         uintptr_t raw = (uintptr_t)p, lo = dsp_align_up_ptr(raw, ARENA_ALIGN);
         if (lo > raw) munmap(p, lo - raw);
         munmap((void *)(lo + want), raw + want + ARENA_ALIGN - (lo + want));
+        dsp_arena_unlock_reserved(lo, want);
         m->bump = lo;
-        atomic_store_explicit(&m->hi, lo + want, memory_order_relaxed);
-        atomic_store_explicit(&m->lo, lo, memory_order_release);
+        publish_range(lo, lo + want);
         if (want < m->arena_size) {
             char a[32], b[32];
             dsp_info("reserved %s of address space for pinned blocks (%s refused)",
@@ -105,37 +236,138 @@ static struct dsp_span *take_vacant(size_t len, size_t align) {
     return s;
 }
 
-struct dsp_span *dsp_arena_take(size_t len, size_t align) {
+/* Under mu: the block fits between the bump pointer and hi. */
+static int bump_fits(size_t len, size_t align) {
+    uintptr_t hi = atomic_load_explicit(&dsp_mgr.hi, memory_order_relaxed);
+    uintptr_t start = dsp_align_up_ptr(dsp_mgr.bump, align);
+    return start <= hi && hi - start >= len;
+}
+
+static struct dsp_span *take_bump(size_t len, size_t align) {
     struct dsp_manager *m = &dsp_mgr;
+    if (!bump_fits(len, align)) return NULL;
+    uintptr_t start = dsp_align_up_ptr(m->bump, align);
+    /* Both spans exist before either is linked: a gap linked with the bump
+     * left behind it would be linked again by the next call, and the two
+     * copies would merge into a vacant span overlapping the next block
+     * (regression: arena.failed_span_allocation_leaves_no_overlap). */
+    struct dsp_span *gap = NULL, *s;
+    if (start > m->bump && !(gap = new_span(m->bump, start - m->bump, DSP_SPAN_VACANT)))
+        return NULL;
+    s = new_span(start, len, DSP_SPAN_LIVE);
+    if (!s) {
+        if (gap) dsp_slab_free(&m->spans, gap);
+        return NULL;
+    }
+    if (gap) {
+        link_after(m->last, gap);
+        dsp_arena_vacate(gap); /* indexes it, merging with a vacant predecessor */
+    }
+    link_after(m->last, s);
+    m->bump = start + len;
+    return s;
+}
+
+/* Under mu, the arena being full for this block: reserves a piece right above
+ * hi (1: the bump pointer has room now) or right below lo (2: a vacant span
+ * has), never over anything, or fails (-1, logged once). A piece is at most
+ * DSP_ARENA_SIZE minus what is reserved and, under RLIMIT_AS, an eighth of
+ * what the limit leaves, or just the block when that is larger but at most
+ * half of it. lo and hi change only once the piece is ours, so dsp_in_arena
+ * never covers anything else. */
+static int grow(size_t len, size_t align) {
+    struct dsp_manager *m = &dsp_mgr;
+    uintptr_t lo = atomic_load_explicit(&m->lo, memory_order_relaxed);
+    uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
+    size_t total = hi - lo, room = m->arena_size > total ? m->arena_size - total : 0;
+    size_t left = as_left();
+    size_t share = left == SIZE_MAX ? room : (left / AS_SHARE) & ~(PIECE_ALIGN - 1);
+    if (share > room) share = room;
+    size_t need_above = dsp_align_up(dsp_align_up_ptr(m->bump, align) + len - hi, PIECE_ALIGN);
+    size_t need_below = dsp_align_up(len + align, PIECE_ALIGN);
+    size_t up = need_above > share ? need_above : share;
+    size_t down = need_below > share ? need_below : share;
+    int up_ok = up <= room && (up == share || up <= left / 2);
+    int down_ok = down <= room && (down == share || down <= left / 2) && lo > down;
+    if (up_ok && map_at(hi, up)) {
+        atomic_store_explicit(&m->hi, hi + up, memory_order_release);
+        return 1;
+    }
+    if (down_ok && map_at(lo - down, down)) {
+        struct dsp_span *s = new_span(lo - down, down, DSP_SPAN_VACANT);
+        if (!s) {
+            munmap((void *)(lo - down), down);
+            return -1;
+        }
+        link_after(NULL, s);
+        atomic_store_explicit(&m->lo, lo - down, memory_order_release);
+        dsp_arena_vacate(s); /* merges with a vacant first span, indexes it */
+        return 2;
+    }
+    if (m->as_limited) { /* unlimited: the manager's "raise DSP_ARENA_SIZE" says it */
+        char a[32], b[32], c[32];
+        dsp_log_once(&grow_logged, DSP_LOG_WARN,
+                     "cannot grow the address space for pinned blocks by %s (%s reserved, "
+                     "RLIMIT_AS leaves %s); raise `ulimit -v`; the caller falls back",
+                     dsp_fmt_bytes(a, sizeof a, up < down ? up : down),
+                     dsp_fmt_bytes(b, sizeof b, total),
+                     dsp_fmt_bytes(c, sizeof c, left == SIZE_MAX ? 0 : left));
+    }
+    return -1;
+}
+
+struct dsp_span *dsp_arena_take(size_t len, size_t align) {
     struct dsp_span *s = take_vacant(len, align);
     if (!s) {
-        uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
-        uintptr_t start = dsp_align_up_ptr(m->bump, align);
-        if (start > hi || hi - start < len) return NULL;
-        /* Both spans exist before either is linked: a gap linked with the bump
-         * left behind it would be linked again by the next call, and the two
-         * copies would merge into a vacant span overlapping the next block
-         * (regression: arena.failed_span_allocation_leaves_no_overlap). */
-        struct dsp_span *gap = NULL;
-        if (start > m->bump && !(gap = new_span(m->bump, start - m->bump, DSP_SPAN_VACANT)))
-            return NULL;
-        s = new_span(start, len, DSP_SPAN_LIVE);
-        if (!s) {
-            if (gap) dsp_slab_free(&m->spans, gap);
-            return NULL;
-        }
-        if (gap) {
-            link_after(m->last, gap);
-            dsp_arena_vacate(gap); /* indexes it, merging with a vacant predecessor */
-        }
-        link_after(m->last, s);
-        m->bump = start + len;
+        int g = bump_fits(len, align) ? 0 : grow(len, align);
+        if (g < 0) return NULL;
+        s = g == 2 ? take_vacant(len, align) : take_bump(len, align);
+        if (!s) return NULL;
     }
     s->state = DSP_SPAN_LIVE;
     s->locked = 0;
     s->huge = 0;
     s->taint = 0;
     return s;
+}
+
+size_t dsp_arena_shed_tail(void) {
+    struct dsp_manager *m = &dsp_mgr;
+    if (!atomic_load_explicit(&m->lo, memory_order_relaxed)) return 0;
+    struct dsp_span *t = m->last;
+    if (t && t->state == DSP_SPAN_VACANT) { /* reserved only: part of the tail */
+        dsp_bins_remove(&m->vacant, t);
+        m->bump = t->base;
+        dsp_span_unlink(t);
+    }
+    uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
+    if (hi <= m->bump) return 0;
+    /* hi first: dsp_in_arena must never cover the hole. */
+    atomic_store_explicit(&m->hi, m->bump, memory_order_seq_cst);
+    munmap((void *)m->bump, hi - m->bump);
+    return hi - m->bump;
+}
+
+void dsp_arena_restore_tail(size_t len) {
+    struct dsp_manager *m = &dsp_mgr;
+    if (!len) return;
+    if (map_at(m->bump, len)) {
+        atomic_store_explicit(&m->hi, m->bump + len, memory_order_release);
+        return;
+    }
+    char a[32];
+    dsp_log_once(&restore_logged, DSP_LOG_INFO,
+                 "the %s of address space above the pinned blocks could not be reserved again "
+                 "after mlockall (something was mapped there); the arena ends at its last block",
+                 dsp_fmt_bytes(a, sizeof a, len));
+}
+
+void dsp_arena_unlock_vacant(void) {
+    struct dsp_manager *m = &dsp_mgr;
+    for (struct dsp_span *s = m->first; s; s = s->anext)
+        if (s->state == DSP_SPAN_VACANT) syscall(SYS_munlock, s->base, s->len);
+    uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
+    if (hi > m->bump) syscall(SYS_munlock, m->bump, hi - m->bump);
 }
 
 struct dsp_span *dsp_arena_vacate(struct dsp_span *s) {

@@ -58,6 +58,7 @@ static void fork_child(void) {
     /* Nothing is locked or registered here: the child must never call CUDA
      * for inherited memory, so registered spans are dropped, not unregistered. */
     m->pinned = m->locked = 0;
+    atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
     size_t live = 0, blocks = 0;
     for (struct dsp_span *s = m->first, *next; s; s = next) {
         next = s->anext;

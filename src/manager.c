@@ -153,9 +153,10 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (!s) {
         dsp_budget_release(pin, lock);
         dsp_mgr_unlock();
-        dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
-                     "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
-                     "DSP_ARENA_SIZE");
+        if (!m->as_limited) /* under RLIMIT_AS the arena logged why it could not grow */
+            dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
+                         "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
+                         "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }

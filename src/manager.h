@@ -26,7 +26,11 @@ struct dsp_manager {
     size_t budget, cap, pool_max, arena_size;
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
     int huge_mode, prefault_threads;
-    int chunks; /* small blocks may be cut from chunks: mlock is not limited */
+    int chunks;     /* small blocks may be cut from chunks: mlock is not limited */
+    int as_limited; /* RLIMIT_AS was finite at the first reservation: grow in pieces */
+    /* The program's mlockall(MCL_FUTURE) is in force: every PROT_NONE mapping
+     * the manager makes is locked by the kernel and needs a munlock. */
+    _Atomic int lock_future;
 };
 
 extern struct dsp_manager dsp_mgr;
@@ -62,6 +66,26 @@ struct dsp_span *dsp_arena_take(size_t len, size_t align); /* a LIVE span, or NU
 struct dsp_span *dsp_arena_vacate(struct dsp_span *s);
 struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len); /* s keeps len; returns the tail */
 void dsp_span_unlink(struct dsp_span *s);
+/* For the program's mlockall (memlock.c), under mu: shed_tail gives back the
+ * reservation above the last block (a trailing vacant span included; hi drops
+ * to the bump pointer first) and returns its length; restore_tail reserves it
+ * again where nothing took it meanwhile (else the arena ends at the bump);
+ * unlock_vacant munlocks every reserved-only range. */
+size_t dsp_arena_shed_tail(void);
+void dsp_arena_restore_tail(size_t len);
+void dsp_arena_unlock_vacant(void);
+
+/* memlock.c: the program's own mlockall/mlock with the shim present. */
+/* mlockall(flags) that never counts reserved-only address space as locked
+ * (the kernel's MCL_CURRENT check compares all of VmSize with RLIMIT_MEMLOCK)
+ * and, refused for the limit while the pool holds blocks, gives the pool back
+ * (dsp_trim) and tries once more. Return value and errno as the kernel's. */
+int dsp_arena_mlockall(int flags);
+/* mlock (mlock2 when two) with the same retry: the program's quota comes first. */
+int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
+/* After a PROT_NONE mapping of the manager's: munlock it while MCL_FUTURE is
+ * in force (a cheap check otherwise). Keeps errno. */
+void dsp_arena_unlock_reserved(uintptr_t base, size_t len);
 
 /* pin.c: memory of a span. */
 /* Populates (and locks) a LIVE span outside the manager's lock, touching only
@@ -92,7 +116,7 @@ size_t dsp_maps_reserve(size_t max_map_count); /* maps left to the program */
 
 /* memcalls.c: the program's own memory calls on arena memory (munlock,
  * munlockall, mprotect, madvise); each returns as the system call would. */
-int dsp_mem_in_arena(const void *addr, size_t len); /* any overlap */
+int dsp_mem_in_arena(const void *addr, size_t len);         /* any overlap */
 int dsp_mem_mlock(const void *addr, size_t len, int flags); /* flags < 0: mlock, else mlock2 */
 int dsp_mem_munlock(const void *addr, size_t len);
 int dsp_mem_munlockall(void);

@@ -121,6 +121,7 @@ int dsp_mem_munlockall(void) {
     if (dsp_in_manager) return (int)syscall(SYS_munlockall); /* a signal handler: see below */
     dsp_mgr_lock();
     int rc = (int)syscall(SYS_munlockall), err = errno;
+    if (rc == 0) atomic_store(&m->lock_future, 0); /* MCL_FUTURE ends too */
     /* Lock the manager's locked spans again, each run of neighbours at once. */
     uintptr_t run = 0, end = 0;
     for (struct dsp_span *s = m->first;; s = s->anext) {

@@ -99,6 +99,7 @@ static int unlocked_logged;
 static void unmap(const struct dsp_span *s) {
     mmap((void *)s->base, s->len, PROT_NONE,
          MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
 }
 
 /* The order matters for the kernel's VMA merging (issue 12: one VMA per block
@@ -186,6 +187,7 @@ int dsp_pin_drop(struct dsp_span *s) {
     dsp_maps_note(2); /* a hole in the middle of a mapping splits it in three */
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
+        dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
         s->locked = 0;
         s->huge = 0;
         return 0;

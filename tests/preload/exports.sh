@@ -6,8 +6,8 @@
 lib=$1
 syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^$")
 mallocs='malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size'
-# The program's own memory calls on memory the manager handed out (preload/memcalls.c).
-memcalls='munlock munlockall mprotect madvise'
+# The program's own memory calls (preload/memcalls.c), unversioned like malloc.
+memcalls='mlockall mlock mlock2 munlock munlockall mprotect madvise'
 bad=$(echo "$syms" | grep -v "^dsp_" | grep -v "^cuda" | grep -v "^cuFile" | grep -v "^LIBAIO_0\.[145]$" |
   grep -vxE "$(echo $mallocs $memcalls | tr ' ' '|')" |
   grep -v -x -e 'io_submit@@LIBAIO_0.1' -e 'io_getevents@@LIBAIO_0.4' -e 'io_getevents@LIBAIO_0.1' \
@@ -23,5 +23,5 @@ for sym in $mallocs $memcalls cudaHostAlloc cudaFreeHost cudaPointerGetAttribute
   echo "$syms" | grep -q -x "$sym" || { echo "missing or wrongly versioned export: $sym"; exit 1; }
 done
 if objdump -T "$lib" | grep -E ' (dsp_|cuda|cuFile)' | grep -v 'Base'; then echo "versioned dsp_/cuda/cuFile symbols"; exit 1; fi
-if objdump -T "$lib" | grep -E ' (malloc|free|calloc|realloc|munlock|munlockall|mprotect|madvise)$' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned malloc family"; exit 1; fi
+if objdump -T "$lib" | grep -E ' (malloc|free|calloc|realloc|mlockall|mlock|mlock2|munlock|munlockall|mprotect|madvise)$' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned malloc family or memory calls"; exit 1; fi
 echo "exports ok"

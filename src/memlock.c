@@ -1,0 +1,115 @@
+/* The program's own mlockall, mlock and mlock2 with the shim present
+ * (hooked in preload/memcalls.c). Two things differ from calling the kernel
+ * directly:
+ * - the arena's reservation is address space only, yet mlockall(MCL_CURRENT)
+ *   would count it: the kernel refuses MCL_CURRENT without CAP_IPC_LOCK when
+ *   all of VmSize exceeds RLIMIT_MEMLOCK, and locks PROT_NONE ranges into
+ *   VmLck. So the unused tail is given back around the call and everything
+ *   reserved-only is unlocked after it (regression:
+ *   mlockall_does_not_count_the_reservation);
+ * - the pool's locked blocks count against the program's RLIMIT_MEMLOCK: when
+ *   the kernel refuses for the limit (ENOMEM, EAGAIN) and the pool holds
+ *   blocks, they are given back and the call tried once more (regressions:
+ *   program_mlockall_gets_the_pool_back, program_mlock_gets_the_pool_back).
+ * The calls are raw system calls: the sanitizers' interceptors make the mlock
+ * family a silent no-op. */
+#include "fmt.h"
+#include "log.h"
+#include "manager.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef MCL_ONFAULT
+#define MCL_ONFAULT 4
+#endif
+
+static int retry_logged;
+
+void dsp_arena_unlock_reserved(uintptr_t base, size_t len) {
+    if (DSP_LIKELY(!atomic_load_explicit(&dsp_mgr.lock_future, memory_order_relaxed))) return;
+    int err = errno;
+    syscall(SYS_munlock, base, len);
+    errno = err;
+}
+
+/* Under mu. MCL_CURRENT runs without MCL_FUTURE first, so that the tail can
+ * be reserved again unlocked (with VM_LOCKED in the defaults the kernel would
+ * count it against RLIMIT_MEMLOCK and refuse); MCL_FUTURE alone then leaves
+ * the existing mappings as they are. */
+static int lock_all(int flags, int *err) {
+    struct dsp_manager *m = &dsp_mgr;
+    /* Reserved after MCL_FUTURE, the arena would be locked and counted against
+     * RLIMIT_MEMLOCK (and refused): reserve it now, while it still can be. */
+    if ((flags & MCL_FUTURE) && !atomic_load_explicit(&m->lo, memory_order_relaxed))
+        dsp_arena_reserve();
+    if (!(flags & MCL_CURRENT)) {
+        if (syscall(SYS_mlockall, flags) != 0) return *err = errno, -1;
+        atomic_store(&m->lock_future, (flags & MCL_FUTURE) != 0);
+        return 0;
+    }
+    size_t tail = dsp_arena_shed_tail();
+    long rc = syscall(SYS_mlockall, flags & ~MCL_FUTURE);
+    *err = errno;
+    dsp_arena_restore_tail(tail);
+    if (rc != 0) return -1;
+    atomic_store(&m->lock_future, 0); /* the kernel cleared its defaults */
+    dsp_arena_unlock_vacant();
+    if (flags & MCL_FUTURE) {
+        if (syscall(SYS_mlockall, MCL_FUTURE | (flags & MCL_ONFAULT)) != 0) return *err = errno, -1;
+        atomic_store(&m->lock_future, 1);
+    }
+    return 0;
+}
+
+static void log_retry(const char *call, int err, size_t pooled) {
+    char a[32];
+    dsp_log_once(&retry_logged, DSP_LOG_INFO,
+                 "%s refused (%s) while the pool held %s: the pool is given back and the call "
+                 "tried again",
+                 call, err == EAGAIN ? "EAGAIN" : "ENOMEM", dsp_fmt_bytes(a, sizeof a, pooled));
+}
+
+int dsp_arena_mlockall(int flags) {
+    if (dsp_in_manager || !dsp_ensure_init()) return (int)syscall(SYS_mlockall, flags);
+    int err = 0, rc;
+    for (int attempt = 0;; attempt++) {
+        dsp_mgr_lock();
+        rc = lock_all(flags, &err);
+        size_t pooled = dsp_pooled_bytes();
+        dsp_mgr_unlock();
+        if (rc == 0 || attempt || (err != ENOMEM && err != EAGAIN) || !pooled) break;
+        log_retry("mlockall", err, pooled);
+        dsp_trim();
+    }
+    if (rc != 0) errno = err;
+    return rc;
+}
+
+/* Blocks the manager locked are left as they are (memcalls.c). */
+static long mlock_call(const void *addr, size_t len, int two, unsigned flags) {
+    return dsp_mem_mlock(addr, len, two ? (int)flags : -1);
+}
+
+int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags) {
+    if (mlock_call(addr, len, two, flags) == 0) return 0;
+    int err = errno;
+    if (dsp_in_manager) return -1; /* a signal handler inside the manager: no retry */
+    /* A manager that never started holds no pool: nothing to give back. */
+    if ((err == ENOMEM || err == EAGAIN) &&
+        atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) {
+        dsp_mgr_lock();
+        size_t pooled = dsp_pooled_bytes();
+        dsp_mgr_unlock();
+        if (pooled) {
+            log_retry(two ? "mlock2" : "mlock", err, pooled);
+            dsp_trim();
+            if (mlock_call(addr, len, two, flags) == 0) return 0;
+            err = errno;
+        }
+    }
+    errno = err;
+    return -1;
+}
