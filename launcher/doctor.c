@@ -1,5 +1,6 @@
 /* dspreload doctor [PATH ...]: what this machine allows, one line a check,
  * OK / WARN / FAIL with the fix. Exit status 1 when anything FAILs. */
+#include "../src/cgroup.h"
 #include "../src/config.h"
 #include "../src/fmt.h"
 #include "../src/internal.h"
@@ -75,6 +76,32 @@ static void check_budget(void) {
          "RAM %s; pins up to %s (%s), pools up to %s (DSP_POOL_MAX)",
          dsp_fmt_bytes(a, sizeof a, dsp_sys_ram()), dsp_fmt_bytes(b, sizeof b, p.budget), p.why,
          dsp_fmt_bytes(c, sizeof c, p.pool_max));
+}
+
+static void check_cgroup(void) {
+    char a[32], b[32], c[32];
+    struct dsp_cgroup cg;
+    if (dsp_cgroup_query(&cg) != 0) {
+        line("OK", "memory cgroup", "none found: the budget follows RAM");
+    } else if (cg.limit == SIZE_MAX) {
+        line("OK", "memory cgroup", "v%d, no memory limit: the budget follows RAM", cg.version);
+    } else {
+        size_t auto_cap = cg.room / 10 * 8;
+        line(cg.room ? "OK" : "WARN", "memory cgroup",
+             "v%d limit %s (%s), %s used: auto budget at most %s (80%% of the room); a block "
+             "that would not fit is refused, never OOM-killed",
+             cg.version, dsp_fmt_bytes(a, sizeof a, cg.limit), cg.file,
+             dsp_fmt_bytes(b, sizeof b, cg.usage), dsp_fmt_bytes(c, sizeof c, auto_cap));
+    }
+}
+
+static void check_maps(void) {
+    size_t max = dsp_maps_max(), reserve = dsp_maps_reserve(max), now = dsp_maps_count();
+    int low = max < 65530;
+    line(low ? "WARN" : "OK", "vm.max_map_count",
+         "%zu: the manager keeps the last %zu maps for the program (this process has %zu); "
+         "neighbouring blocks share maps%s",
+         max, reserve, now, low ? ". Fix: sysctl -w vm.max_map_count=262144 (host, as root)" : "");
 }
 
 static void check_thp(void) {
@@ -235,6 +262,8 @@ int cmd_doctor(int argc, char **argv) {
     check_library();
     check_memlock();
     check_budget();
+    check_cgroup();
+    check_maps();
     check_thp();
     check_libraries();
     for (int i = 0; i < argc; i++) check_path(argv[i]);

@@ -4,10 +4,12 @@
 cmd=$1 ext4=$2
 fail() { echo "FAIL: $*"; exit 1; }
 out=$("$cmd" doctor "$ext4" /dev/shm) || fail "doctor failed on a healthy machine: $out"
-for check in library memlock budget 'transparent hugepages' libaio libcudart libcufile; do
+for check in library memlock budget 'memory cgroup' vm.max_map_count 'transparent hugepages' libaio libcudart libcufile; do
   echo "$out" | grep -qE "^(OK|WARN|FAIL) +$check " || fail "no '$check' line: $out"
 done
 echo "$out" | grep -q '^OK    library' || fail "library: $out"
+echo "$out" | grep -qE '^(OK|WARN) +vm.max_map_count +[0-9]+: the manager keeps the last [0-9]+ maps' ||
+  fail "map count: $out"
 # The build directory is on ext4 on these machines; elsewhere, its own line.
 case $(stat -f -c %T "$ext4") in
   ext2/ext3) echo "$out" | grep -qE "^OK +$ext4 +ext4: O_DIRECT works; alignment [0-9]+ bytes in memory" ||

@@ -1,0 +1,36 @@
+/* The process's memory cgroup: its limit and what it already uses. A pod or
+ * container is usually far smaller than the host, and populating a block
+ * past its limit gets the process OOM-killed (issue 12: dsp_alloc(1 GiB) in a
+ * 512 MiB cgroup died with exit 137 where plain malloc worked). */
+#ifndef DSP_CGROUP_H
+#define DSP_CGROUP_H
+
+#include <stddef.h>
+
+struct dsp_cgroup {
+    size_t limit;   /* the tightest level's limit, SIZE_MAX when no level has one */
+    size_t usage;   /* that level's usage */
+    size_t room;    /* limit - usage at the tightest level (SIZE_MAX: none) */
+    int version;    /* 1 or 2; 0 when no memory cgroup was found */
+    char file[256]; /* the file that set limit */
+};
+
+/* Reads the memory cgroup described by proc_cgroup (the text of
+ * /proc/self/cgroup) under the cgroup file systems mounted at root
+ * (/sys/fs/cgroup): v2 memory.max and memory.high against memory.current,
+ * v1 memory.limit_in_bytes against memory.usage_in_bytes, at every level from
+ * the process's cgroup up to the root; the level with the least room wins.
+ * Allocation-free. 0, or -1 when no memory cgroup was found (out->room is
+ * SIZE_MAX then). */
+int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup *out);
+
+/* The same for this process, from /proc/self/cgroup and /sys/fs/cgroup. */
+int dsp_cgroup_query(struct dsp_cgroup *out);
+
+/* For a new block of len bytes about to be populated: 1 (logged once) when
+ * the cgroup cannot hold it with a margin (max(limit/16, 16 MiB)) to spare,
+ * so the manager refuses with ENOMEM instead of being OOM-killed. Cheap when
+ * no limit was seen: the files are read again at most once a second. */
+int dsp_cgroup_refuses(size_t len);
+
+#endif
