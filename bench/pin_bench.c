@@ -10,6 +10,18 @@
  *   4. dsp_is_pinned with 10 to 10^6 (--quick: 10^5) live ranges, against a
  *      linear scan;
  *      goal < 50 ns at 10^4
+ *   5. many live blocks (issue 12): 100,000 (--quick: 30,000) live 4 KiB
+ *      dsp_alloc blocks: memory maps per 1,000 blocks (goal < 10) and the
+ *      allocation rate (goal >= 5x), against posix_memalign+mlock (10,000
+ *      blocks: more would reach vm.max_map_count); 64 KiB blocks the same;
+ *      dsp_is_pinned at 100,000 live blocks against 1,000 (goal: within 2x);
+ *      the maps left after free + dsp_trim (goal < 10 above the start)
+ *   6. the program's own calls on a 64 MiB block (issue 12): DeepSpeed's round
+ *      (mlock ... munlock) on a pooled block against posix_memalign+mlock
+ *      (goal >= 1000x), and the cycle with the program's mprotect(RW) and
+ *      madvise(WILLNEED) through the manager's hooks against the same calls
+ *      as plain system calls: the cost of following them (goal <= 1.05x)
+ * --only DIGITS runs only those sections (--only 56).
  * Prints a Markdown table; --json FILE also writes every figure, and
  * --schema-json FILE writes them with the plots' series in bench/schema.h's
  * format for bench/run.
@@ -24,6 +36,7 @@
 
 #include <dspreload.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +96,7 @@ static void add_row(const char *id, const char *name, const char *unit, struct s
 static const char *goal_text(const struct row *r, char *buf, size_t cap) {
     double ratio = r->base.median / r->shim.median;
     if (r->goal > 0)
-        snprintf(buf, cap, ">= %.0fx: %s", r->goal, ratio >= r->goal ? "met" : "NOT met");
+        snprintf(buf, cap, ">= %gx: %s", r->goal, ratio >= r->goal ? "met" : "NOT met");
     else if (r->goal < 0)
         snprintf(buf, cap, "< %.0f %s: %s", -r->goal, r->unit,
                  r->shim.median < -r->goal ? "met" : "NOT met");
@@ -93,8 +106,10 @@ static const char *goal_text(const struct row *r, char *buf, size_t cap) {
 }
 
 static void fmt_val(char *buf, size_t cap, double v, const char *unit) {
-    if (!strcmp(unit, "ns"))
-        snprintf(buf, cap, "%.1f ns", v);
+    if (isnan(v))
+        snprintf(buf, cap, "-");
+    else if (strcmp(unit, "s"))
+        snprintf(buf, cap, "%.1f %s", v, unit);
     else if (v < 1e-3)
         snprintf(buf, cap, "%.2f us", v * 1e6);
     else if (v < 1)
@@ -384,6 +399,179 @@ static void bench_pin_sweep(int quick) {
     mallopt(M_MMAP_THRESHOLD, 128 << 10);
 }
 
+/* --- 5. many live blocks ----------------------------------------------------- */
+
+static int count_maps(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    int n = 0, c;
+    while ((c = getc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* ns per dsp_is_pinned of a random 64-byte range inside one of blocks[0..n). */
+static double live_lookup_ns(void **blocks, size_t n, size_t len, uintptr_t *q, int nq) {
+    for (int i = 0; i < nq; i++)
+        q[i] = (uintptr_t)blocks[next_rand() % n] + next_rand() % (len - 64);
+    long hits = 0;
+    double t = now();
+    for (int rep = 0; rep < 4; rep++)
+        for (int i = 0; i < nq; i++) hits += dsp_is_pinned((void *)q[i], 64);
+    double ns = (now() - t) / (4.0 * nq) * 1e9;
+    if (hits != 4L * nq) {
+        fprintf(stderr, "live lookups wrong: %ld of %d\n", hits, 4 * nq);
+        exit(1);
+    }
+    return ns;
+}
+
+/* posix_memalign+mlock of n blocks of len: seconds a block, maps per 1,000. */
+static void ds_blocks(size_t len, size_t n, void **p, double *per, double *maps) {
+    int m0 = count_maps();
+    double t = now();
+    for (size_t i = 0; i < n; i++)
+        if (posix_memalign(&p[i], 4096, len) || mlock(p[i], len)) {
+            perror("baseline posix_memalign+mlock");
+            exit(1);
+        }
+    *per = (now() - t) / (double)n;
+    *maps = (count_maps() - m0) * 1000.0 / (double)n;
+    for (size_t i = 0; i < n; i++) munlock(p[i], len), free(p[i]);
+}
+
+static void bench_blocks(int quick) {
+    size_t n4 = quick ? 30000 : 100000, n64 = quick ? 10000 : 20000, nds = 10000;
+    int reps = quick ? 3 : 5;
+    enum { NQ = 1 << 16 };
+    void **p = malloc(n4 * sizeof *p);
+    uintptr_t *q = malloc(NQ * sizeof *q);
+    double rate[8], maps[8], brate[8], bmaps[8], at1k[8], atn[8], left[8];
+    double rate64[8], maps64[8], brate64[8], bmaps64[8];
+    for (int r = 0; r < reps; r++) {
+        ds_blocks(4096, nds, p, &brate[r], &bmaps[r]);
+        dsp_trim();
+        int m0 = count_maps();
+        double t = now(), spent = 0;
+        for (size_t i = 0; i < n4; i++) {
+            if (!(p[i] = dsp_alloc(4096))) {
+                fprintf(stderr, "dsp_alloc(4 KiB) failed at %zu live blocks\n", i);
+                exit(1);
+            }
+            if (i + 1 == 1000) { /* the lookup at 1,000 live blocks, untimed */
+                spent += now() - t;
+                at1k[r] = live_lookup_ns(p, 1000, 4096, q, NQ);
+                t = now();
+            }
+        }
+        spent += now() - t;
+        rate[r] = spent / (double)n4;
+        maps[r] = (count_maps() - m0) * 1000.0 / (double)n4;
+        atn[r] = live_lookup_ns(p, n4, 4096, q, NQ);
+        for (size_t i = 0; i < n4; i++) dsp_free(p[i]);
+        dsp_trim();
+        left[r] = count_maps() - m0;
+
+        ds_blocks(64 << 10, n64 > nds ? nds : n64, p, &brate64[r], &bmaps64[r]);
+        m0 = count_maps();
+        t = now();
+        for (size_t i = 0; i < n64; i++)
+            if (!(p[i] = dsp_alloc(64 << 10))) {
+                fprintf(stderr, "dsp_alloc(64 KiB) failed at %zu live blocks\n", i);
+                exit(1);
+            }
+        rate64[r] = (now() - t) / (double)n64;
+        maps64[r] = (count_maps() - m0) * 1000.0 / (double)n64;
+        for (size_t i = 0; i < n64; i++) dsp_free(p[i]);
+        dsp_trim();
+    }
+    char name[96], id[48];
+    struct sample none = {NAN, NAN, NAN, 0};
+    snprintf(name, sizeof name,
+             "maps per 1,000 live 4 KiB blocks (%zu live) vs posix_memalign+mlock", n4);
+    add_row("blocks.maps_per_1000.4KiB", name, "maps", summarize(maps, reps),
+            summarize(bmaps, reps), -10);
+    snprintf(name, sizeof name, "4 KiB dsp_alloc, %zu live, a block vs posix_memalign+mlock", n4);
+    add_row("blocks.alloc_rate.4KiB", name, "s", summarize(rate, reps), summarize(brate, reps), 5);
+    snprintf(name, sizeof name,
+             "maps per 1,000 live 64 KiB blocks (%zu live) vs posix_memalign+mlock", n64);
+    add_row("blocks.maps_per_1000.64KiB", name, "maps", summarize(maps64, reps),
+            summarize(bmaps64, reps), -10);
+    snprintf(name, sizeof name, "64 KiB dsp_alloc, %zu live, a block vs posix_memalign+mlock", n64);
+    add_row("blocks.alloc_rate.64KiB", name, "s", summarize(rate64, reps), summarize(brate64, reps),
+            5);
+    snprintf(name, sizeof name, "dsp_is_pinned at %zu live blocks vs at 1,000 live blocks", n4);
+    snprintf(id, sizeof id, "blocks.lookup.%zu_vs_1000", n4);
+    add_row(id, name, "ns", summarize(atn, reps), summarize(at1k, reps), 0.5);
+    add_row("blocks.maps_left_after_trim", "maps left above the start after free + dsp_trim",
+            "maps", summarize(left, reps), none, -10);
+    free(p);
+    free(q);
+}
+
+/* --- 6. the program's own calls on a pooled block ------------------------------ */
+
+static double ds_round_cycle(size_t len) { /* DeepSpeed's pinning round, natively */
+    return ds_native_cycle(len);
+}
+
+/* alloc, the program's calls, free, per cycle in seconds; hooks: through the
+ * manager's interposers (as under LD_PRELOAD), else the plain system calls. */
+static double calls_cycle(size_t len, int per, int hooks, int deepspeed) {
+    double t = now();
+    for (int k = 0; k < per; k++) {
+        void *p = dsp_alloc(len);
+        if (!p) {
+            perror("dsp_alloc");
+            exit(1);
+        }
+        int rc;
+        if (deepspeed) /* DeepSpeed pins what it allocated, unpins before free */
+            rc = dsp_mem_mlock(p, len, -1) | dsp_mem_munlock(p, len);
+        else if (hooks)
+            rc = dsp_mem_mprotect(p, len, PROT_READ | PROT_WRITE) |
+                 dsp_mem_madvise(p, len, MADV_WILLNEED);
+        else
+            rc = mprotect(p, len, PROT_READ | PROT_WRITE) | madvise(p, len, MADV_WILLNEED);
+        if (rc) {
+            perror("the program's calls");
+            exit(1);
+        }
+        dsp_free(p);
+    }
+    return (now() - t) / per;
+}
+
+static void bench_calls(int quick) {
+    size_t len = 64 << 20;
+    int reps = quick ? 7 : 21, per = 2000;
+    double ds[32], round[32], hooked[32], plain[32];
+    void *warm = dsp_alloc(len);
+    dsp_free(warm);
+    uint64_t misses = dsp_stat_get(DSP_ST_pool_misses);
+    for (int r = 0; r < reps; r++) {
+        if (r < (quick ? 5 : 11)) ds[r] = ds_round_cycle(len);
+        round[r] = calls_cycle(len, per, 1, 1);
+        /* interleaved, so that drift hits both */
+        hooked[r] = calls_cycle(len, per / 4, 1, 0);
+        plain[r] = calls_cycle(len, per / 4, 0, 0);
+    }
+    /* Each cycle must have been served by the pool: a call that made the
+     * manager give its block back would be timed as a first pin. */
+    if (dsp_stat_get(DSP_ST_pool_misses) != misses) {
+        fprintf(stderr, "the program's calls cost the pool its block: %llu misses\n",
+                (unsigned long long)(dsp_stat_get(DSP_ST_pool_misses) - misses));
+        exit(1);
+    }
+    add_row("calls.deepspeed_round.64MiB",
+            "64 MiB cycle with DeepSpeed's mlock+munlock, pooled vs posix_memalign+mlock", "s",
+            summarize(round, reps), summarize(ds, quick ? 5 : 11), 1000);
+    add_row("calls.mprotect_madvise.64MiB",
+            "64 MiB cycle with mprotect(RW)+madvise(WILLNEED) via hooks vs plain syscalls", "s",
+            summarize(hooked, reps), summarize(plain, reps), 1 / 1.05);
+    dsp_trim();
+}
+
 /* --- physical limits, for scale --------------------------------------------- */
 
 static double memcpy_gbs, memset_gbs;
@@ -432,7 +620,7 @@ static void machine(char *buf, size_t cap) {
 
 int main(int argc, char **argv) {
     int quick = 0;
-    const char *json = NULL, *schema_json = NULL;
+    const char *json = NULL, *schema_json = NULL, *only = "123456";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -440,8 +628,14 @@ int main(int argc, char **argv) {
             json = argv[++i];
         else if (!strcmp(argv[i], "--schema-json") && i + 1 < argc)
             schema_json = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc &&
+                 strspn(argv[i + 1], "123456") == strlen(argv[i + 1]) && argv[i + 1][0])
+            only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--json FILE] [--schema-json FILE]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--quick] [--only DIGITS (sections 1-6, e.g. 56)] [--json FILE] "
+                    "[--schema-json FILE]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -453,15 +647,31 @@ int main(int argc, char **argv) {
     double t0 = now();
     fprintf(stderr, "warming memory...\n");
     warm_machine((size_t)(quick ? 2 : 6) << 30); /* more than the largest pin */
-    fprintf(stderr, "1/4 pool cycle... (%.0f s)\n", now() - t0);
-    bench_pool_cycle(quick);
-    fprintf(stderr, "2/4 first pin... (%.0f s)\n", now() - t0);
-    bench_first_pin((size_t)1 << 30, quick ? 3 : 5, !quick);
-    if (!quick) bench_first_pin((size_t)4 << 30, 5, 1);
-    fprintf(stderr, "3/4 lookups... (%.0f s)\n", now() - t0);
-    bench_lookup(quick);
-    fprintf(stderr, "4/4 pin throughput against block size... (%.0f s)\n", now() - t0);
-    bench_pin_sweep(quick);
+    if (strchr(only, '1')) {
+        fprintf(stderr, "1/6 pool cycle... (%.0f s)\n", now() - t0);
+        bench_pool_cycle(quick);
+    }
+    if (strchr(only, '2')) {
+        fprintf(stderr, "2/6 first pin... (%.0f s)\n", now() - t0);
+        bench_first_pin((size_t)1 << 30, quick ? 3 : 5, !quick);
+        if (!quick) bench_first_pin((size_t)4 << 30, 5, 1);
+    }
+    if (strchr(only, '3')) {
+        fprintf(stderr, "3/6 lookups... (%.0f s)\n", now() - t0);
+        bench_lookup(quick);
+    }
+    if (strchr(only, '4')) {
+        fprintf(stderr, "4/6 pin throughput against block size... (%.0f s)\n", now() - t0);
+        bench_pin_sweep(quick);
+    }
+    if (strchr(only, '5')) {
+        fprintf(stderr, "5/6 many live blocks... (%.0f s)\n", now() - t0);
+        bench_blocks(quick);
+    }
+    if (strchr(only, '6')) {
+        fprintf(stderr, "6/6 the program's calls on a pooled block... (%.0f s)\n", now() - t0);
+        bench_calls(quick);
+    }
     fprintf(stderr, "done (%.0f s)\n", now() - t0);
 
     printf("dspreload %s pin manager benchmark, %s%s\n", dsp_version(), date,
@@ -474,8 +684,10 @@ int main(int argc, char **argv) {
         char a[32], b[32], g[64];
         fmt_val(a, sizeof a, r->shim.median, r->unit);
         fmt_val(b, sizeof b, r->base.median, r->unit);
-        printf("| %s | %s | %s | %.1fx | %s |\n", r->name, a, b, r->base.median / r->shim.median,
-               goal_text(r, g, sizeof g));
+        char x[32] = "-";
+        if (!isnan(r->base.median) && r->shim.median > 0)
+            snprintf(x, sizeof x, "%.2fx", r->base.median / r->shim.median);
+        printf("| %s | %s | %s | %s | %s |\n", r->name, a, b, x, goal_text(r, g, sizeof g));
     }
     printf("\nratio = baseline / dspreload (higher is better); spreads in the JSON file.\n");
     fflush(stdout);
@@ -493,12 +705,22 @@ int main(int argc, char **argv) {
                 date, mach, quick, memcpy_gbs, memset_gbs);
         for (int i = 0; i < nrows; i++) {
             struct row *r = &rows[i];
-            fprintf(
-                f,
-                "%s{\"name\":\"%s\",\"unit\":\"%s\",\"shim\":{\"median\":%g,\"min\":%g,\"max\":%g},"
-                "\"baseline\":{\"median\":%g,\"min\":%g,\"max\":%g},\"ratio\":%g}",
-                i ? "," : "", r->name, r->unit, r->shim.median, r->shim.lo, r->shim.hi,
-                r->base.median, r->base.lo, r->base.hi, r->base.median / r->shim.median);
+            fprintf(f, "%s{\"name\":\"%s\",\"unit\":\"%s\",\"shim\":{\"median\":", i ? "," : "",
+                    r->name, r->unit);
+            schema_num(f, r->shim.median);
+            fprintf(f, ",\"min\":");
+            schema_num(f, r->shim.lo);
+            fprintf(f, ",\"max\":");
+            schema_num(f, r->shim.hi);
+            fprintf(f, "},\"baseline\":{\"median\":");
+            schema_num(f, r->base.median);
+            fprintf(f, ",\"min\":");
+            schema_num(f, r->base.lo);
+            fprintf(f, ",\"max\":");
+            schema_num(f, r->base.hi);
+            fprintf(f, "},\"ratio\":");
+            schema_num(f, r->base.median / r->shim.median);
+            fprintf(f, "}");
         }
         fprintf(f, "]}\n");
         fclose(f);

@@ -158,6 +158,9 @@ int dsp_mem_mprotect(void *addr, size_t len, int prot) {
     uintptr_t lo, hi;
     int rc = (int)syscall(SYS_mprotect, addr, len, prot);
     if (rc != 0 || !arena_part((uintptr_t)addr, len, &lo, &hi) || dsp_in_manager) return rc;
+    /* Read-write is what the manager made: it changes nothing of a block
+     * not made otherwise before (which that earlier call tainted). */
+    if (prot == (PROT_READ | PROT_WRITE)) return rc;
     int err = errno;
     unsigned bits = DSP_TAINT_PROT | ((prot & PROT_WRITE) ? 0 : DSP_TAINT_READONLY);
     dsp_mgr_lock();

@@ -41,6 +41,17 @@ Test(memcalls, protected_block_is_given_back_not_pooled) {
     memset(q, 1, 4 * MiB);
 }
 
+/* Read-write is what the manager made: a program that mprotects its block
+ * read-write (PyTorch and NumPy never do otherwise) must not cost it the
+ * pool. */
+Test(memcalls, read_write_mprotect_keeps_the_block_pooled) {
+    char *p = dsp_alloc(4 * MiB);
+    cr_assert_eq(dsp_mem_mprotect(p, 4 * MiB, PROT_READ | PROT_WRITE), 0);
+    cr_assert_eq(dsp_free(p), 0);
+    cr_assert_eq(stat_of("pool_cached_bytes"), 4 * MiB, "pooled");
+    cr_assert_eq(dsp_alloc(4 * MiB), p, "and served again");
+}
+
 Test(memcalls, dontneed_zeroes_a_block) {
     unsigned char *p = dsp_alloc(MiB);
     memset(p, 0xee, MiB);
