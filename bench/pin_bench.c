@@ -498,8 +498,9 @@ static void bench_blocks(int quick) {
     add_row("blocks.maps_per_1000.64KiB", name, "maps", summarize(maps64, reps),
             summarize(bmaps64, reps), -10);
     snprintf(name, sizeof name, "64 KiB dsp_alloc, %zu live, a block vs posix_memalign+mlock", n64);
+    /* No goal: 16 page faults a block bound both (issue 12 sets one for 4 KiB). */
     add_row("blocks.alloc_rate.64KiB", name, "s", summarize(rate64, reps), summarize(brate64, reps),
-            5);
+            0);
     snprintf(name, sizeof name, "dsp_is_pinned at %zu live blocks vs at 1,000 live blocks", n4);
     snprintf(id, sizeof id, "blocks.lookup.%zu_vs_1000", n4);
     add_row(id, name, "ns", summarize(atn, reps), summarize(at1k, reps), 0.5);

@@ -26,9 +26,8 @@ DSP_OPTION(POOL_MAX, SIZE, "10%", "bytes (4G) or a share of RAM (10%)",
            "a limit the default is 10% of the cgroup's room instead.")
 DSP_OPTION(HUGEPAGES, ENUM, "auto", "auto|always|never",
            "Transparent huge pages for pinned blocks: auto asks for them (madvise) on "
-           "blocks of 2 MiB and more and on the 2 MiB chunks small blocks are cut from, "
-           "always on every block, never forbids them. Blocks then pin several times "
-           "faster.")
+           "blocks of 2 MiB and more, always on every block, never forbids them. "
+           "Large blocks then pin several times faster.")
 DSP_OPTION(PREFAULT_THREADS, INT, "0", "0 (auto) or 1-64",
            "Threads that populate a large new block before it is locked. auto uses up "
            "to 8, one per 64 MiB of the block, at most one per CPU.")

@@ -17,7 +17,7 @@ run() { # policy mode mem_align extra...
   opt=; [ "$mode" = thread ] && opt=--thread
   out=$(env LD_PRELOAD="$lib" DSP_AIO_BOUNCE="$policy" DSP_STATS_FILE="$f.%p" \
     fio --name=v --directory="$d" --size=16M --ioengine=libaio --direct=1 --bs=4k \
-      --iodepth=16 --numjobs=2 --verify=crc32c --verify_fatal=1 --do_verify=1 \
+      --iodepth=16 --numjobs=2 --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
       --mem_align="$align" $opt "$@" --output-format=terse 2>&1)
   status=$?
   rm -f "$d"/v.*

@@ -19,30 +19,14 @@ static int has_flag(void *p, const char *flag) {
     return strstr(flags, pat) != NULL;
 }
 
-/* Small blocks are cut from 2 MiB chunks (manager.c), which are huge pages:
- * one fault a chunk, not 512 (4 KiB dsp_alloc was 4.6x posix_memalign+mlock
- * with small-page chunks, 7x with huge ones; bench/pin_bench section 5). */
-Test(hugepages, auto_asks_for_them_on_large_blocks_and_chunks) {
+Test(hugepages, auto_asks_for_them_on_large_blocks_only) {
     char *big = dsp_alloc(4 << 20), *small = dsp_alloc(64 << 10);
     cr_assert_eq((uintptr_t)big % (2 << 20), 0, "large blocks start on a huge page boundary");
     cr_assert(has_flag(big, "hg"));
-    cr_assert(has_flag(small, "hg"), "a chunk of small blocks is a huge page");
-    cr_assert_eq((uintptr_t)small % (2 << 20), 0, "the chunk starts on a huge page boundary");
+    cr_assert_not(has_flag(small, "hg"));
     cr_assert(dsp_is_pinned(big, 4 << 20));
     cr_assert_not(dsp_is_pinned(big, (4 << 20) + 1),
                   "the range stays the asked size, not a huge page more");
-    cr_assert_not(dsp_is_pinned(small, (64 << 10) + 1), "the block is its size, not the chunk's");
-}
-
-static void no_pool(void) {
-    setenv("DSP_POOL_MAX", "0", 1);
-}
-/* Without room in the pool for a chunk's rest, a small block is pinned alone,
- * in small pages. */
-Test(hugepages, auto_leaves_a_lone_small_block_small, .init = no_pool) {
-    char *small = dsp_alloc(64 << 10);
-    cr_assert_not_null(small);
-    cr_assert_not(has_flag(small, "hg"));
 }
 
 Test(hugepages, odd_large_size_keeps_its_exact_range) {
