@@ -118,6 +118,15 @@ static void fmt_val(char *buf, size_t cap, double v, const char *unit) {
         snprintf(buf, cap, "%.3f s", v);
 }
 
+static void *must_alloc(size_t len) {
+    void *p = dsp_alloc(len);
+    if (!p) {
+        perror("dsp_alloc");
+        exit(1);
+    }
+    return p;
+}
+
 /* --- 1. pool cycle ---------------------------------------------------------- */
 
 static double ds_native_cycle(size_t len) {
@@ -142,11 +151,7 @@ static void bench_pool_cycle(int quick) {
     for (int i = 0; i < shim_batches; i++) {
         double t = now();
         for (int k = 0; k < per_batch; k++) {
-            void *p = dsp_alloc(len);
-            if (!p) {
-                perror("dsp_alloc");
-                exit(1);
-            }
+            void *p = must_alloc(len);
             dsp_free(p);
         }
         s[i] = (now() - t) / per_batch;
@@ -512,20 +517,12 @@ static void bench_blocks(int quick) {
 
 /* --- 6. the program's own calls on a pooled block ------------------------------ */
 
-static double ds_round_cycle(size_t len) { /* DeepSpeed's pinning round, natively */
-    return ds_native_cycle(len);
-}
-
 /* alloc, the program's calls, free, per cycle in seconds; hooks: through the
  * manager's interposers (as under LD_PRELOAD), else the plain system calls. */
 static double calls_cycle(size_t len, int per, int hooks, int deepspeed) {
     double t = now();
     for (int k = 0; k < per; k++) {
-        void *p = dsp_alloc(len);
-        if (!p) {
-            perror("dsp_alloc");
-            exit(1);
-        }
+        void *p = must_alloc(len);
         int rc;
         if (deepspeed) /* DeepSpeed pins what it allocated, unpins before free */
             rc = dsp_mem_mlock(p, len, -1) | dsp_mem_munlock(p, len);
@@ -551,7 +548,7 @@ static void bench_calls(int quick) {
     dsp_free(warm);
     uint64_t misses = dsp_stat_get(DSP_ST_pool_misses);
     for (int r = 0; r < reps; r++) {
-        if (r < (quick ? 5 : 11)) ds[r] = ds_round_cycle(len);
+        if (r < (quick ? 5 : 11)) ds[r] = ds_native_cycle(len); /* DeepSpeed's round, natively */
         round[r] = calls_cycle(len, per, 1, 1);
         /* interleaved, so that drift hits both */
         hooked[r] = calls_cycle(len, per / 4, 1, 0);
@@ -619,6 +616,33 @@ static void machine(char *buf, size_t cap) {
              (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / (1 << 30), thp);
 }
 
+/* ,"KEY":{"median":M,"min":L,"max":H}, null where not measured */
+static void json_sample(FILE *f, const char *key, const struct sample *v) {
+    const char *names[] = {"median", "min", "max"};
+    double x[] = {v->median, v->lo, v->hi};
+    fprintf(f, ",\"%s\":{", key);
+    for (int i = 0; i < 3; i++) {
+        fprintf(f, "%s\"%s\":", i ? "," : "", names[i]);
+        schema_num(f, x[i]);
+    }
+    fputc('}', f);
+}
+
+static void bench_first_pins(int quick) {
+    bench_first_pin((size_t)1 << 30, quick ? 3 : 5, !quick);
+    if (!quick) bench_first_pin((size_t)4 << 30, 5, 1);
+}
+
+/* The sections, in order: --only 56 runs the fifth and sixth. */
+static const struct {
+    const char *name;
+    void (*run)(int quick);
+} sections[] = {
+    {"pool cycle", bench_pool_cycle},   {"first pin", bench_first_pins},
+    {"lookups", bench_lookup},          {"pin throughput against block size", bench_pin_sweep},
+    {"many live blocks", bench_blocks}, {"the program's calls on a pooled block", bench_calls},
+};
+
 int main(int argc, char **argv) {
     int quick = 0;
     const char *json = NULL, *schema_json = NULL, *only = "123456";
@@ -648,30 +672,10 @@ int main(int argc, char **argv) {
     double t0 = now();
     fprintf(stderr, "warming memory...\n");
     warm_machine((size_t)(quick ? 2 : 6) << 30); /* more than the largest pin */
-    if (strchr(only, '1')) {
-        fprintf(stderr, "1/6 pool cycle... (%.0f s)\n", now() - t0);
-        bench_pool_cycle(quick);
-    }
-    if (strchr(only, '2')) {
-        fprintf(stderr, "2/6 first pin... (%.0f s)\n", now() - t0);
-        bench_first_pin((size_t)1 << 30, quick ? 3 : 5, !quick);
-        if (!quick) bench_first_pin((size_t)4 << 30, 5, 1);
-    }
-    if (strchr(only, '3')) {
-        fprintf(stderr, "3/6 lookups... (%.0f s)\n", now() - t0);
-        bench_lookup(quick);
-    }
-    if (strchr(only, '4')) {
-        fprintf(stderr, "4/6 pin throughput against block size... (%.0f s)\n", now() - t0);
-        bench_pin_sweep(quick);
-    }
-    if (strchr(only, '5')) {
-        fprintf(stderr, "5/6 many live blocks... (%.0f s)\n", now() - t0);
-        bench_blocks(quick);
-    }
-    if (strchr(only, '6')) {
-        fprintf(stderr, "6/6 the program's calls on a pooled block... (%.0f s)\n", now() - t0);
-        bench_calls(quick);
+    for (size_t k = 0; k < sizeof sections / sizeof *sections; k++) {
+        if (!strchr(only, '1' + (int)k)) continue;
+        fprintf(stderr, "%zu/6 %s... (%.0f s)\n", k + 1, sections[k].name, now() - t0);
+        sections[k].run(quick);
     }
     fprintf(stderr, "done (%.0f s)\n", now() - t0);
 
@@ -706,20 +710,10 @@ int main(int argc, char **argv) {
                 date, mach, quick, memcpy_gbs, memset_gbs);
         for (int i = 0; i < nrows; i++) {
             struct row *r = &rows[i];
-            fprintf(f, "%s{\"name\":\"%s\",\"unit\":\"%s\",\"shim\":{\"median\":", i ? "," : "",
-                    r->name, r->unit);
-            schema_num(f, r->shim.median);
-            fprintf(f, ",\"min\":");
-            schema_num(f, r->shim.lo);
-            fprintf(f, ",\"max\":");
-            schema_num(f, r->shim.hi);
-            fprintf(f, "},\"baseline\":{\"median\":");
-            schema_num(f, r->base.median);
-            fprintf(f, ",\"min\":");
-            schema_num(f, r->base.lo);
-            fprintf(f, ",\"max\":");
-            schema_num(f, r->base.hi);
-            fprintf(f, "},\"ratio\":");
+            fprintf(f, "%s{\"name\":\"%s\",\"unit\":\"%s\"", i ? "," : "", r->name, r->unit);
+            json_sample(f, "shim", &r->shim);
+            json_sample(f, "baseline", &r->base);
+            fprintf(f, ",\"ratio\":");
             schema_num(f, r->base.median / r->shim.median);
             fprintf(f, "}");
         }
