@@ -69,7 +69,7 @@ static void check_memlock(void) {
 static void check_budget(void) {
     char a[32], b[32], c[32];
     extern char **environ;
-    dsp_config_load(environ, dsp_sys_ram()); /* the library's own reading of DSP_* */
+    dsp_config_load(environ, dsp_cgroup_ram()); /* the library's own reading of DSP_* */
     struct dsp_budget_plan p;
     dsp_budget_plan(&p); /* and its own arithmetic */
     line(p.budget ? "OK" : "WARN", "budget",
@@ -86,12 +86,12 @@ static void check_cgroup(void) {
     } else if (cg.limit == SIZE_MAX) {
         line("OK", "memory cgroup", "v%d, no memory limit: the budget follows RAM", cg.version);
     } else {
-        size_t auto_cap = cg.room / 10 * 8;
         line(cg.room ? "OK" : "WARN", "memory cgroup",
              "v%d limit %s (%s), %s used: auto budget at most %s (80%% of the room); a block "
              "that would not fit is refused, never OOM-killed",
              cg.version, dsp_fmt_bytes(a, sizeof a, cg.limit), cg.file,
-             dsp_fmt_bytes(b, sizeof b, cg.usage), dsp_fmt_bytes(c, sizeof c, auto_cap));
+             dsp_fmt_bytes(b, sizeof b, cg.usage),
+             dsp_fmt_bytes(c, sizeof c, dsp_budget_auto(cg.room)));
     }
 }
 

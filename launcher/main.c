@@ -1,5 +1,6 @@
 /* dspreload: runs a command with libdspreload.so preloaded, in the spirit of
  * hugectl and numactl; plus doctor, env, stats and demo (dspreload --help). */
+#include "../src/cgroup.h"
 #include "../src/config.h"
 #include "../src/internal.h"
 #include "../src/sys.h"
@@ -93,7 +94,7 @@ static int check_setting(const char *name, const char *value, const char *as_giv
     for (int i = 0; i < DSP_OPT_COUNT; i++) {
         if (strcmp(name, dsp_opt_desc[i].name)) continue;
         long long v;
-        if (dsp_config_parse((enum dsp_opt_id)i, value, dsp_sys_ram(), &v) != 0)
+        if (dsp_config_parse((enum dsp_opt_id)i, value, dsp_cgroup_ram(), &v) != 0)
             return usage_error("%s: '%s' is not valid for %s (accepted: %s)", as_given, value, name,
                                dsp_opt_desc[i].forms);
         return 0;

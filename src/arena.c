@@ -37,16 +37,8 @@ static int grow_logged, restore_logged;
 static size_t as_left(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
-    size_t vm = 0;
-    char buf[64];
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
-            vm = vm * 10 + (size_t)(buf[i] - '0');
-        vm *= DSP_PAGE;
-    }
+    size_t vm = 0; /* VmSize, statm's first number, in pages */
+    if (dsp_sys_read_size("/proc/self/statm", &vm)) vm *= DSP_PAGE;
     return rl.rlim_cur > vm ? (size_t)rl.rlim_cur - vm : 0;
 }
 

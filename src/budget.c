@@ -17,32 +17,21 @@
 #include <errno.h>
 
 void dsp_budget_plan(struct dsp_budget_plan *p) {
-    size_t ram = dsp_sys_ram(), max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
-    size_t cgroup_room = 0;
+    /* In a container the memory cgroup is the machine: its room at start-up
+     * (its limit less what it already uses) when smaller than RAM. The shares
+     * of the options (DSP_POOL_MAX=10%) were taken of the same (init.c). */
+    size_t ram = dsp_sys_ram(), mem = dsp_cgroup_ram(), max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
     p->why = "DSP_MAX_PINNED";
     p->cap = p->budget = max;
     if (max == DSP_SIZE_AUTO) {
-        p->cap = p->budget = ram / 10 * 8;
-        p->why = "80% of RAM";
-        /* In a container the memory cgroup is the machine: 80% of what it
-         * still allows at start-up (its limit less what it already uses). */
-        struct dsp_cgroup cg;
-        if (dsp_cgroup_query(&cg) == 0 && cg.room / 10 * 8 < p->cap) {
-            p->cap = p->budget = cg.room / 10 * 8, p->why = "80% of the memory cgroup's room";
-            cgroup_room = cg.room;
-        }
+        p->cap = p->budget = dsp_budget_auto(mem);
+        p->why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
         size_t lim = dsp_sys_memlock_limit();
         /* Without CAP_IPC_LOCK the kernel refuses mlock past RLIMIT_MEMLOCK:
          * a budget above it would only turn into refused mlocks. */
         if (!dsp_sys_has_ipc_lock() && lim < p->budget) p->budget = lim, p->why = "RLIMIT_MEMLOCK";
     }
     p->pool_max = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
-    /* DSP_POOL_MAX's default share is of RAM; in a cgroup, of its room. */
-    long long dflt;
-    if (cgroup_room && p->pool_max > cgroup_room / 10 &&
-        dsp_config_parse(DSP_OPT_POOL_MAX, dsp_opt_desc[DSP_OPT_POOL_MAX].def, ram, &dflt) == 0 &&
-        (size_t)dflt == p->pool_max)
-        p->pool_max = cgroup_room / 10;
     if (p->pool_max > p->cap) p->pool_max = p->cap;
 }
 

@@ -5,6 +5,7 @@
 
 #include "fmt.h"
 #include "log.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,31 +19,11 @@
 /* cgroup v1 writes "no limit" as the largest page-aligned long (9223372036854771712). */
 #define V1_UNLIMITED ((size_t)1 << 62)
 
-static ssize_t read_file(const char *path, char *buf, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n, got = 0;
-    while (got < (ssize_t)cap - 1 && (n = read(fd, buf + got, cap - 1 - (size_t)got)) > 0) got += n;
-    close(fd);
-    buf[got] = 0;
-    return got;
-}
-
-/* A number file: 1 and *v, NONE for "max", or 0 when missing or garbage. */
+/* A number file in dir: 1 and *v (NONE for "max"), or 0 when missing or garbage. */
 static int read_size(const char *dir, const char *name, size_t *v) {
-    char path[512], buf[64];
+    char path[512];
     if (dsp_fmt(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 0;
-    if (read_file(path, buf, sizeof buf) <= 0) return 0;
-    if (!strncmp(buf, "max", 3)) return *v = NONE, 1;
-    size_t x = 0;
-    int digits = 0;
-    for (const char *p = buf; *p >= '0' && *p <= '9'; p++, digits++) {
-        if (x > (SIZE_MAX - 9) / 10) return *v = NONE, 1;
-        x = x * 10 + (size_t)(*p - '0');
-    }
-    if (!digits) return 0;
-    *v = x;
-    return 1;
+    return dsp_sys_read_size(path, v);
 }
 
 static int is_dir(const char *path) {
@@ -72,6 +53,8 @@ static void level(const char *dir, int version, struct dsp_cgroup *out) {
     out->limit = lim;
     out->usage = usage;
     dsp_fmt(out->file, sizeof out->file, "%s/%s", dir, from);
+    dsp_fmt(out->usage_file, sizeof out->usage_file, "%s/%s", dir,
+            version == 2 ? "memory.current" : "memory.usage_in_bytes");
 }
 
 /* Every level from dir up to top (both included). */
@@ -152,7 +135,7 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
             char probe[600];
             dsp_fmt(probe, sizeof probe, "%s/cgroup.controllers", top);
             char ctl[256];
-            if (read_file(probe, ctl, sizeof ctl) <= 0 || !strstr(ctl, "memory")) continue;
+            if (dsp_sys_read(probe, ctl, sizeof ctl) <= 0 || !strstr(ctl, "memory")) continue;
             if (!dir_for(top, path, dir, sizeof dir)) continue;
             struct dsp_cgroup v2 = *out;
             walk(dir, strlen(top), 2, &v2);
@@ -169,7 +152,7 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
 
 int dsp_cgroup_query(struct dsp_cgroup *out) {
     char text[4096];
-    if (read_file("/proc/self/cgroup", text, sizeof text) <= 0) {
+    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) <= 0) {
         memset(out, 0, sizeof *out);
         out->limit = out->room = NONE;
         return -1;
@@ -177,21 +160,33 @@ int dsp_cgroup_query(struct dsp_cgroup *out) {
     return dsp_cgroup_read("/sys/fs/cgroup", text, out);
 }
 
-/* Whether any level had a limit at the last look, and when that was. */
-static _Atomic int limited = -1; /* -1 not looked yet */
-static _Atomic long looked_s;
+size_t dsp_cgroup_ram(void) {
+    size_t ram = dsp_sys_ram();
+    struct dsp_cgroup cg;
+    return dsp_cgroup_query(&cg) == 0 && cg.room < ram ? cg.room : ram;
+}
+
+/* The last whole look (every level), and when it was: between whole looks,
+ * at most a second apart, only the tightest level's two files are read again
+ * (a whole look opened some 14 files a new block in a nested cgroup).
+ * Under the manager's mutex, like every caller. */
+static struct dsp_cgroup last;
+static long looked_s = -1;
 static int refused_logged;
 
 int dsp_cgroup_refuses(size_t len) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    /* No limit seen: look again at most once a second (a limit may be set on
-     * a running container). */
-    if (atomic_load(&limited) == 0 && now.tv_sec - atomic_load(&looked_s) < 1) return 0;
-    struct dsp_cgroup cg;
-    dsp_cgroup_query(&cg);
-    atomic_store(&limited, cg.limit != NONE);
-    atomic_store(&looked_s, (long)now.tv_sec);
+    struct dsp_cgroup cg = last;
+    if (looked_s < 0 || now.tv_sec - looked_s >= 1 ||
+        (cg.limit != NONE &&
+         !(dsp_sys_read_size(cg.file, &cg.limit) && dsp_sys_read_size(cg.usage_file, &cg.usage)))) {
+        dsp_cgroup_query(&cg); /* due, or the process moved: every level */
+        last = cg;
+        looked_s = (long)now.tv_sec;
+    } else if (cg.limit != NONE) {
+        cg.room = cg.limit > cg.usage ? cg.limit - cg.usage : 0;
+    }
     if (cg.limit == NONE) return 0;
     size_t margin = cg.limit / 16 > 16 * ((size_t)1 << 20) ? cg.limit / 16 : 16 * ((size_t)1 << 20);
     if (cg.room > margin && len <= cg.room - margin) return 0;

@@ -8,11 +8,12 @@
 #include <stddef.h>
 
 struct dsp_cgroup {
-    size_t limit;   /* the tightest level's limit, SIZE_MAX when no level has one */
-    size_t usage;   /* that level's usage */
-    size_t room;    /* limit - usage at the tightest level (SIZE_MAX: none) */
-    int version;    /* 1 or 2; 0 when no memory cgroup was found */
-    char file[256]; /* the file that set limit */
+    size_t limit;         /* the tightest level's limit, SIZE_MAX when no level has one */
+    size_t usage;         /* that level's usage */
+    size_t room;          /* limit - usage at the tightest level (SIZE_MAX: none) */
+    int version;          /* 1 or 2; 0 when no memory cgroup was found */
+    char file[256];       /* the file that set limit */
+    char usage_file[256]; /* the file of usage */
 };
 
 /* Reads the memory cgroup described by proc_cgroup (the text of
@@ -27,10 +28,17 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
 /* The same for this process, from /proc/self/cgroup and /sys/fs/cgroup. */
 int dsp_cgroup_query(struct dsp_cgroup *out);
 
-/* For a new block of len bytes about to be populated: 1 (logged once) when
- * the cgroup cannot hold it with a margin (max(limit/16, 16 MiB)) to spare,
- * so the manager refuses with ENOMEM instead of being OOM-killed. Cheap when
- * no limit was seen: the files are read again at most once a second. */
+/* RAM, or the memory cgroup's room when that is smaller: the memory this
+ * process's machine has, of which DSP_* shares (50%) and the auto budget are
+ * taken. Read at start-up. */
+size_t dsp_cgroup_ram(void);
+
+/* For a new block of len bytes about to be populated, under the manager's
+ * mutex: 1 (logged once) when the cgroup cannot hold it with a margin of
+ * max(limit/16, 16 MiB) to spare, so the manager refuses with ENOMEM instead
+ * of being OOM-killed. Every level is read at most once a second; in between
+ * only the tightest level's limit and usage, and nothing where no level has a
+ * limit. */
 int dsp_cgroup_refuses(size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 /* Process-wide initialisation, on the first call from any layer as well as from
  * the library constructor: a linked library's constructor can reach us first
  * (FIELD-NOTES 4). Also the fork handlers. */
+#include "cgroup.h"
 #include "config.h"
 #include "fmt.h"
 #include "log.h"
@@ -86,7 +87,7 @@ static void fork_child(void) {
 
 static void init_once(void) {
     size_t ram = dsp_sys_ram();
-    dsp_config_load(environ, ram);
+    dsp_config_load(environ, dsp_cgroup_ram()); /* shares (50%) of the memory cgroup's room */
     __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);
     struct dsp_manager *m = &dsp_mgr;
     m->huge_mode = (int)dsp_opt(DSP_OPT_HUGEPAGES);

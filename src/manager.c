@@ -1,6 +1,7 @@
 /* Blocks: the public API (dsp_alloc, dsp_free, dsp_is_pinned, ...) and the
  * layers' API (block.h) over the arena, pool, budget and registry. */
 #include "block.h"
+#include "cgroup.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
@@ -126,7 +127,9 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
-    if (dsp_maps_take(2) != 0) { /* logged */
+    /* A block the memory cgroup cannot hold is refused, never populated into
+     * an OOM kill (logged; its margin of 16 MiB or more covers a chunk's rest). */
+    if (dsp_cgroup_refuses(len) || dsp_maps_take(2) != 0) { /* logged */
         dsp_mgr_unlock();
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);

@@ -140,9 +140,14 @@ struct dsp_budget_plan {
     size_t budget;   /* locked with mlock */
     size_t cap;      /* all pinned, driver-registered included */
     size_t pool_max; /* DSP_POOL_MAX, at most cap */
-    const char *why; /* what set budget: "DSP_MAX_PINNED", "80% of RAM", "RLIMIT_MEMLOCK" */
+    const char *why; /* what set budget: "DSP_MAX_PINNED", "80% of RAM", "80% of the memory cgroup's
+                        room", "RLIMIT_MEMLOCK" */
 };
 void dsp_budget_plan(struct dsp_budget_plan *p);
+/* The auto budget (DSP_MAX_PINNED=auto) of a machine with this much memory. */
+static inline size_t dsp_budget_auto(size_t memory) {
+    return memory / 10 * 8;
+}
 void dsp_budget_configure(void);
 /* Under mu: len more pinned bytes would fit the cap once `released` are given back. */
 int dsp_budget_fits_after_release(size_t len, size_t released);

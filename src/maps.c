@@ -16,6 +16,7 @@
  * a storm of refused pins does not recount each time. Everything here runs
  * under the manager's mutex. */
 #include "log.h"
+#include "sys.h"
 #include "manager.h"
 
 #include <errno.h>
@@ -29,21 +30,9 @@ static long headroom; /* maps the manager may still add before counting again */
 static struct timespec refused_at;
 static int refused_logged;
 
-static size_t read_number(const char *path, size_t dflt) {
-    char buf[32];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return dflt;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return dflt;
-    size_t v = 0;
-    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
-        v = v * 10 + (size_t)(buf[i] - '0');
-    return v ? v : dflt;
-}
-
 size_t dsp_maps_max(void) {
-    return read_number("/proc/sys/vm/max_map_count", 65530);
+    size_t v;
+    return dsp_sys_read_size("/proc/sys/vm/max_map_count", &v) && v ? v : 65530;
 }
 
 size_t dsp_maps_reserve(size_t max_map_count) {

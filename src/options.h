@@ -16,14 +16,14 @@ DSP_OPTION(STATS_FILE, STRING, "", "a path; %p becomes the pid",
 DSP_OPTION(MAX_PINNED, SIZE, "auto", "auto, bytes (64G, 512M, 1.5T) or a share of RAM (50%)",
            "Most bytes the process keeps pinned, pool included. auto is 80% of RAM, or of "
            "the memory cgroup's room (its limit less its usage) when that is smaller, "
+           "which is also what every option's share (50%) is of, "
            "and RLIMIT_MEMLOCK as well when the process lacks CAP_IPC_LOCK. Past it, "
            "allocations fail cleanly (callers fall back to the real function). Whatever "
            "the budget, a block the memory cgroup cannot hold is refused, never populated "
            "into an OOM kill.")
 DSP_OPTION(POOL_MAX, SIZE, "10%", "bytes (4G) or a share of RAM (10%)",
            "Most bytes of freed blocks kept pinned for reuse. Freed blocks beyond it are "
-           "unlocked and given back to the kernel, largest first. In a memory cgroup with "
-           "a limit the default is 10% of the cgroup's room instead.")
+           "unlocked and given back to the kernel, largest first.")
 DSP_OPTION(HUGEPAGES, ENUM, "auto", "auto|always|never",
            "Transparent huge pages for pinned blocks: auto asks for them (madvise) on "
            "blocks of 2 MiB and more, always on every block, never forbids them. "

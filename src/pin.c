@@ -1,5 +1,4 @@
 /* Turning reserved address space into pinned memory and back. */
-#include "cgroup.h"
 #include "config.h"
 #include "errname.h"
 #include "fmt.h"
@@ -127,7 +126,6 @@ int dsp_pin_lock_range(void *base, size_t len) {
 int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int want_huge) {
     void *base = (void *)s->base;
     char a[32], b[32];
-    if (dsp_cgroup_refuses(s->len)) return -ENOMEM; /* logged; never an OOM kill */
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
              0) == MAP_FAILED) {
         int err = errno;

@@ -1,7 +1,10 @@
 #include "sys.h"
 
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,4 +36,30 @@ size_t dsp_sys_memlock_limit(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return (size_t)-1;
     return (size_t)rl.rlim_cur;
+}
+
+long dsp_sys_read(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n;
+    size_t got = 0;
+    while (got + 1 < cap && (n = read(fd, buf + got, cap - 1 - got)) > 0) got += (size_t)n;
+    close(fd);
+    buf[got] = 0;
+    return (long)got;
+}
+
+int dsp_sys_read_size(const char *path, size_t *v) {
+    char buf[64];
+    if (dsp_sys_read(path, buf, sizeof buf) <= 0) return 0;
+    if (!strncmp(buf, "max", 3)) return *v = SIZE_MAX, 1;
+    size_t x = 0;
+    const char *p = buf;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (x > (SIZE_MAX - 9) / 10) return *v = SIZE_MAX, 1;
+        x = x * 10 + (size_t)(*p - '0');
+    }
+    if (p == buf) return 0;
+    *v = x;
+    return 1;
 }
