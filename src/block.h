@@ -10,7 +10,8 @@
 enum {
     DSP_BLK_LOCK_OPTIONAL = 1, /* populated but unlocked if mlock is refused (the driver pins) */
     DSP_BLK_REGISTERED = 2,    /* try the pool of CUDA-registered spans first */
-    DSP_BLK_QUIET = 4, /* a budget refusal is neither logged nor counted (a retry follows) */
+    DSP_BLK_QUIET = 4, /* a budget refusal is counted, not logged (the caller logs its own line) */
+    DSP_BLK_RETRY = 8, /* a budget refusal is neither logged nor counted (a retry follows) */
 };
 /* The layer's own flag bits for the block, in its registry entry from the
  * start (a pooled block's bits were its last owner's). */

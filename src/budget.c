@@ -74,7 +74,7 @@ static void publish(void) {
     dsp_stat_max(DSP_ST_pinned_bytes_peak, m->pinned);
 }
 
-int dsp_budget_reserve(size_t len, int lock, int quiet) {
+int dsp_budget_reserve(size_t len, int lock, int refuse) {
     struct dsp_manager *m = &dsp_mgr;
     if (!fits(len, lock)) {
         /* Make room from the pool, cached blocks being the cheapest to lose,
@@ -91,7 +91,9 @@ int dsp_budget_reserve(size_t len, int lock, int quiet) {
         if (excess && excess <= cached) dsp_pool_release_until(m->cached.bytes - excess);
     }
     if (!fits(len, lock)) {
-        if (quiet) return -ENOMEM;
+        if (refuse == DSP_REFUSE_SILENT) return -ENOMEM;
+        dsp_stat_add(DSP_ST_budget_refusals, 1);
+        if (refuse == DSP_REFUSE_COUNT) return -ENOMEM;
         char a[32], b[32], c[32];
         dsp_log_once(&budget_logged, DSP_LOG_WARN,
                      "pinning %s refused: DSP_MAX_PINNED=%s reached (%s pinned); raise "
@@ -99,7 +101,6 @@ int dsp_budget_reserve(size_t len, int lock, int quiet) {
                      dsp_fmt_bytes(a, sizeof a, len),
                      dsp_fmt_bytes(b, sizeof b, lock ? m->budget : m->cap),
                      dsp_fmt_bytes(c, sizeof c, lock ? m->locked : m->pinned));
-        dsp_stat_add(DSP_ST_budget_refusals, 1);
         return -ENOMEM;
     }
     m->pinned += len;

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT] = {
 #define DSP_OPTION(id, type, def, forms, help) {"DSP_" #id, DSP_T_##type, def, forms, help},
@@ -59,6 +60,20 @@ static int parse_int(const char *t, long long lo, long long hi, long long *out) 
         if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *t - '0', &v)) return -1;
     }
     if (v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* An octal file mode: 600, 0640; permission bits only (no setuid, setgid or
+ * sticky bit). */
+static int parse_mode(const char *t, long long *out) {
+    long long v = 0;
+    if (!*t || strlen(t) > 4) return -1;
+    for (; *t; t++) {
+        if (*t < '0' || *t > '7') return -1;
+        v = v * 8 + (*t - '0');
+    }
+    if (v > 0777) return -1;
     *out = v;
     return 0;
 }
@@ -133,6 +148,8 @@ int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long
     case DSP_T_STRING:
         *out = 0;
         return 0;
+    case DSP_T_MODE:
+        return parse_mode(text, out);
     case DSP_T_SIZE:
         /* "auto" (or "off") where it is the default: DSP_SIZE_AUTO. */
         if ((!strcmp(d->def, "auto") || !strcmp(d->def, "off")) && word_eq(text, d->def)) {
@@ -186,10 +203,26 @@ static void set_default(enum dsp_opt_id id, size_t ram) {
     dsp_cfg.val[id] = v;
 }
 
+/* A value that only turns something off: 0 for a switch, the word off or
+ * never for a choice or a size. */
+static int is_off_switch(const struct dsp_opt_desc *d, const char *value) {
+    long long v;
+    if (d->type == DSP_T_BOOL) return parse_bool(value, &v) == 0 && v == 0;
+    return (d->type == DSP_T_ENUM || d->type == DSP_T_SIZE) &&
+           (word_eq(value, "off") || word_eq(value, "never"));
+}
+
 void dsp_config_load(char *const *env, size_t ram) {
+    dsp_config_load_as(env, ram, getauxval(AT_SECURE) != 0);
+}
+
+void dsp_config_load_as(char *const *env, size_t ram, int secure) {
     for (int i = 0; i < DSP_OPT_COUNT; i++) set_default((enum dsp_opt_id)i, ram);
     dsp_cfg.stats_file[0] = dsp_cfg.malloc_from[0] = 0;
     if (!env) return;
+    char ignored[256];
+    size_t n_ignored = 0;
+    ignored[0] = 0;
     for (char *const *e = env; *e; e++) {
         const char *kv = *e;
         if (strncmp(kv, "DSP_", 4) != 0) continue;
@@ -213,6 +246,17 @@ void dsp_config_load(char *const *env, size_t ram) {
             continue;
         }
         const struct dsp_opt_desc *d = &dsp_opt_desc[id];
+        /* Secure execution (a setuid or file-capability program, or the
+         * library in /etc/ld.so.preload): the environment belongs to a less
+         * privileged user, who must not choose files, limits or output for
+         * the privileged process (issue 14). Only off switches are honoured. */
+        if (secure && !is_off_switch(d, value)) {
+            size_t len = strlen(d->name);
+            if (n_ignored + len + 3 < sizeof ignored)
+                n_ignored += (size_t)dsp_fmt(ignored + n_ignored, sizeof ignored - n_ignored,
+                                             "%s%s", n_ignored ? ", " : "", d->name);
+            continue;
+        }
         long long v;
         if (dsp_config_parse((enum dsp_opt_id)id, value, ram, &v) != 0) {
             dsp_warn("%s=%s is not valid (accepted: %s); using the default %s", d->name, value,
@@ -233,6 +277,11 @@ void dsp_config_load(char *const *env, size_t ram) {
             memcpy(str, value, len + 1);
         }
     }
+    if (n_ignored)
+        dsp_warn("secure execution (setuid, setgid or file capabilities): %s ignored; only off "
+                 "switches (DSP_CUDA=off, DSP_CUFILE=off, DSP_MALLOC_MIN=off, 0 for a switch) "
+                 "are honoured",
+                 ignored);
 }
 
 /* --- the printed reference ------------------------------------------------ */
@@ -271,7 +320,7 @@ static void emit_wrapped(struct sink *s, const char *text, const char *indent, s
     emit(s, "\n");
 }
 
-static const char *const type_name[] = {"bool", "integer", "size", "choice", "string"};
+static const char *const type_name[] = {"bool", "integer", "size", "choice", "string", "mode"};
 
 void dsp_config_print(int fd, int markdown) {
     struct sink s = {.fd = fd, .len = 0};
@@ -294,6 +343,26 @@ void dsp_config_print(int fd, int markdown) {
                     type_name[d->type], d->def[0] ? d->def : "(unset)", d->forms, d->help);
             emit(&s, line);
         }
+        emit(&s,
+             "\n## Secure execution\n\n"
+             "In a setuid, setgid or file-capability program (the kernel's AT_SECURE, also\n"
+             "the case for the library in /etc/ld.so.preload under such a program), the\n"
+             "environment belongs to a less privileged user. There only off switches are\n"
+             "honoured: `DSP_CUDA=off`, `DSP_CUFILE=off`, `DSP_MALLOC_MIN=off`,\n"
+             "`DSP_HUGEPAGES=never`, `DSP_AIO_BOUNCE=never` and `0` for a switch. Every other\n"
+             "`DSP_*` variable, paths, limits and log levels included, is ignored and named\n"
+             "in one warning.\n\n"
+             "## Files\n\n"
+             "The library writes one file, `DSP_STATS_FILE`, often as root into a directory\n"
+             "that others share (`/tmp/dsp.%p.json`). Only the directory is looked up by\n"
+             "name. A new file is created in it exclusively (never through a symbolic link,\n"
+             "never a FIFO), with mode `DSP_STATS_FILE_MODE` (0600) whatever the umask,\n"
+             "written whole and renamed over the name, so a reader sees the old object or\n"
+             "the new one and no existing file is ever written into. A name that holds a\n"
+             "symbolic link, a FIFO, a device, a directory or a file of another user is left\n"
+             "alone with a warning (docs/troubleshooting.md). `/dev/stdout` is such a link:\n"
+             "`fd:N` appends the object to an open descriptor instead, without truncating\n"
+             "it. Everything else the library reads is under /proc and /sys.\n");
     } else {
         for (int i = 0; i < DSP_OPT_COUNT; i++) {
             const struct dsp_opt_desc *d = &dsp_opt_desc[i];

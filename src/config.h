@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-enum dsp_opt_type { DSP_T_BOOL, DSP_T_INT, DSP_T_SIZE, DSP_T_ENUM, DSP_T_STRING };
+enum dsp_opt_type { DSP_T_BOOL, DSP_T_INT, DSP_T_SIZE, DSP_T_ENUM, DSP_T_STRING, DSP_T_MODE };
 
 enum dsp_opt_id {
 #define DSP_OPTION(id, type, def, forms, help) DSP_OPT_##id,
@@ -43,8 +43,11 @@ static inline long long dsp_opt(enum dsp_opt_id id) {
 /* Parses `environ` (or the given NULL-terminated list) into dsp_cfg: bad values
  * are reported by name with the accepted forms and keep the default; unknown
  * DSP_* names are reported with the closest known one. ram is the RAM size that
- * percentages refer to. */
+ * percentages refer to. Under secure execution (AT_SECURE) only off switches
+ * are honoured, every other DSP_* variable ignored with one warning. */
 void dsp_config_load(char *const *env, size_t ram);
+/* The same, secure execution given (tests). */
+void dsp_config_load_as(char *const *env, size_t ram, int secure);
 
 /* One value, as config_load would parse it: 0 on success, -1 if invalid. */
 int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out);

@@ -2,28 +2,37 @@
 
 #include <errno.h>
 
+#define E(name)                                                                                    \
+    case name:                                                                                     \
+        return #name;
+
 const char *dsp_errname(int err) {
     switch (err) {
-    case EPERM:
-        return "EPERM";
-    case ENOMEM:
-        return "ENOMEM";
-    case EAGAIN:
-        return "EAGAIN";
-    case EINVAL:
-        return "EINVAL";
-    case EFAULT:
-        return "EFAULT";
-    case ENOENT:
-        return "ENOENT";
-    case EEXIST:
-        return "EEXIST";
-    case EACCES:
-        return "EACCES";
-    case EINTR:
-        return "EINTR";
-    case EHWPOISON:
-        return "EHWPOISON";
+        E(EPERM)
+        E(ENOMEM)
+        E(EAGAIN)
+        E(EINVAL)
+        E(EFAULT)
+        E(ENOENT)
+        E(EEXIST)
+        E(EACCES)
+        E(EINTR)
+        E(EHWPOISON)
+        /* files (DSP_STATS_FILE) */
+        E(ENAMETOOLONG)
+        E(ENOTDIR)
+        E(EISDIR)
+        E(ELOOP)
+        E(EROFS)
+        E(ENOSPC)
+        E(EDQUOT)
+        E(EIO)
+        E(EXDEV)
+        E(EBUSY)
+        E(EBADF)
+        E(EMFILE)
+        E(ENFILE)
+        E(ETXTBSY)
     default:
         return "an unexpected error";
     }

@@ -40,7 +40,32 @@ static size_t utoa(char *tmp, unsigned long long v, unsigned base) {
     return n;
 }
 
-int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
+/* A %s argument in a log line: a value the user or the program chose (a
+ * path, a variable's value). Control characters are escaped (\n, \t, \xNN),
+ * so that a value cannot forge a line, and a long value keeps its head and
+ * tail around "...", so that the reason after it is never cut (issue 14). */
+#define LOG_ARG_HEAD 200
+#define LOG_ARG_TAIL 56
+static void put_escaped(struct out *o, const char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++) {
+        if (n > LOG_ARG_HEAD + LOG_ARG_TAIL + 3 && i == LOG_ARG_HEAD) {
+            put(o, '.'), put(o, '.'), put(o, '.');
+            i = n - LOG_ARG_TAIL;
+        }
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != 0x7f) {
+            put(o, (char)c);
+        } else if (c == '\n' || c == '\t' || c == '\r') {
+            put(o, '\\'), put(o, c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        } else {
+            static const char hex[] = "0123456789abcdef";
+            put(o, '\\'), put(o, 'x'), put(o, hex[c >> 4]), put(o, hex[c & 15]);
+        }
+    }
+}
+
+static int vfmt(char *buf, size_t cap, const char *fmt, va_list ap, int log) {
     struct out o = {buf, cap, 0};
     for (const char *p = fmt; *p; p++) {
         if (*p != '%') {
@@ -62,7 +87,10 @@ int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
         case 's': {
             const char *s = va_arg(ap, const char *);
             if (!s) s = "(null)";
-            put_padded(&o, s, strlen(s), width, left, ' ');
+            if (log)
+                put_escaped(&o, s);
+            else
+                put_padded(&o, s, strlen(s), width, left, ' ');
             break;
         }
         case 'c':
@@ -114,6 +142,14 @@ int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
     }
     if (cap) o.buf[o.len < cap ? o.len : cap - 1] = '\0';
     return (int)o.len;
+}
+
+int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
+    return vfmt(buf, cap, fmt, ap, 0);
+}
+
+int dsp_vfmt_log(char *buf, size_t cap, const char *fmt, va_list ap) {
+    return vfmt(buf, cap, fmt, ap, 1);
 }
 
 int dsp_fmt(char *buf, size_t cap, const char *fmt, ...) {

@@ -12,6 +12,10 @@
 int dsp_vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
 int dsp_fmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* As dsp_vfmt, for log lines: each %s has its control characters escaped and,
+ * past 259 bytes, its middle replaced by "..." (widths ignored). */
+int dsp_vfmt_log(char *buf, size_t cap, const char *fmt, va_list ap);
+
 /* Human-readable byte count such as "1.5 GiB" or "512 B" into buf. */
 const char *dsp_fmt_bytes(char *buf, size_t cap, unsigned long long bytes);
 

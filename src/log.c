@@ -11,11 +11,13 @@ int dsp_log_fd = 2;
 static const char *const level_name[] = {"error", "warning", "info", "debug"};
 
 static void vlog(int level, const char *fmt, va_list ap) {
-    char line[1024];
+    /* Room for the fixed text and a few values of at most 259 bytes, each
+     * escaped at worst into four (dsp_vfmt_log). */
+    char line[2048];
     int n = level < 0 ? dsp_fmt(line, sizeof line, "dspreload[%d]: ", (int)getpid())
                       : dsp_fmt(line, sizeof line, "dspreload[%d]: %s: ", (int)getpid(),
                                 level_name[level]);
-    n += dsp_vfmt(line + n, sizeof line - (size_t)n, fmt, ap);
+    n += dsp_vfmt_log(line + n, sizeof line - (size_t)n, fmt, ap);
     if (n > (int)sizeof line - 2) n = (int)sizeof line - 2; /* truncated: keep the newline */
     line[n++] = '\n';
     dsp_write_all(dsp_log_fd, line, (size_t)n);

@@ -139,11 +139,13 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
      * block is cut from a new chunk when the budget and the pool have room
      * for it, the rest of the chunk pooled. */
     int lock = 1;
-    int quiet = (how & DSP_BLK_QUIET) != 0;
+    int refuse = (how & DSP_BLK_RETRY)   ? DSP_REFUSE_SILENT
+                 : (how & DSP_BLK_QUIET) ? DSP_REFUSE_COUNT
+                                         : DSP_REFUSE_LOG;
     size_t pin = chunk_for(len);
-    if (pin > len && dsp_budget_reserve(pin, 1, 1) != 0) pin = len;
-    if (pin == len && dsp_budget_reserve(len, 1, optional || quiet) != 0) {
-        if (!optional || dsp_budget_reserve(len, 0, quiet) != 0) {
+    if (pin > len && dsp_budget_reserve(pin, 1, DSP_REFUSE_SILENT) != 0) pin = len;
+    if (pin == len && dsp_budget_reserve(len, 1, optional ? DSP_REFUSE_SILENT : refuse) != 0) {
+        if (!optional || dsp_budget_reserve(len, 0, refuse) != 0) {
             dsp_mgr_unlock();
             return fail(ENOMEM);
         }
@@ -289,7 +291,7 @@ void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {
     /* Over budget, blocks the CUDA layer pools can make room (a block once
      * registered on demand and freed sits in its pool). Only a budget
      * refusal (ENOMEM) empties that pool, not any failure. */
-    void *p = dsp_block_alloc(size, how | DSP_BLK_QUIET, out);
+    void *p = dsp_block_alloc(size, how | DSP_BLK_RETRY, out);
     if (!p && errno == ENOMEM && size <= ((size_t)1 << 56)) {
         layer->make_room(dsp_align_up(size, DSP_PAGE));
         p = dsp_block_alloc(size, how, out);

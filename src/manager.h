@@ -151,9 +151,13 @@ static inline size_t dsp_budget_auto(size_t memory) {
 void dsp_budget_configure(void);
 /* Under mu: len more pinned bytes would fit the cap once `released` are given back. */
 int dsp_budget_fits_after_release(size_t len, size_t released);
-/* 0, or -ENOMEM (logged unless quiet) when len does not fit even after
- * trimming the pool; lock: the bytes will be mlock'ed. */
-int dsp_budget_reserve(size_t len, int lock, int quiet);
+/* 0, or -ENOMEM when len does not fit even after trimming the pool; lock:
+ * the bytes will be mlock'ed. A refusal is logged and counted (REFUSE_LOG),
+ * counted only (REFUSE_COUNT: the caller logs its own line) or neither
+ * (REFUSE_SILENT: the caller retries). Regression: hinted allocations refused
+ * under an 8 MiB RLIMIT_MEMLOCK showed as "0 budget refusals" (issue 14). */
+enum { DSP_REFUSE_LOG, DSP_REFUSE_COUNT, DSP_REFUSE_SILENT };
+int dsp_budget_reserve(size_t len, int lock, int refuse);
 void dsp_budget_release(size_t len, int locked);
 void dsp_budget_unlock(size_t len); /* reserved as locked, ended up unlocked */
 

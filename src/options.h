@@ -9,10 +9,15 @@ DSP_OPTION(LOG, ENUM, "warn", "error|warn|info|debug",
 DSP_OPTION(STATS, BOOL, "0", "0|1",
            "Print a short summary of what the shim did to stderr at exit (processes that "
            "pinned nothing and made no CUDA call print nothing).")
-DSP_OPTION(STATS_FILE, STRING, "", "a path; %p becomes the pid",
+DSP_OPTION(STATS_FILE, STRING, "", "a path (%p becomes the pid), or fd:N",
            "Write the statistics as one JSON object to this file at exit (one file per "
            "process when the path holds %p, e.g. /tmp/dsp.%p.json); processes that pinned "
-           "nothing write none.")
+           "nothing write none. The file is written whole or not at all (a new file renamed "
+           "over the name); a name that holds a symbolic link, a FIFO, a device or another "
+           "user's file is left alone with a warning. fd:N appends the object to open "
+           "descriptor N instead (fd:2 is stderr).")
+DSP_OPTION(STATS_FILE_MODE, MODE, "0600", "an octal mode (0600, 0640, 0644)",
+           "Permissions of the DSP_STATS_FILE file, whatever the umask.")
 DSP_OPTION(MAX_PINNED, SIZE, "auto", "auto, bytes (64G, 512M, 1.5T) or a share of RAM (50%)",
            "Most bytes the process keeps pinned, pool included. auto is 80% of RAM, or of "
            "the memory cgroup's room (its limit less its usage) when that is smaller, "

@@ -4,9 +4,15 @@
 #include "fmt.h"
 #include "log.h"
 
+#include "errname.h"
+
 #include <dspreload.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h> /* renameat */
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 _Atomic uint64_t dsp_stat[DSP_ST_COUNT];
@@ -94,22 +100,125 @@ static void print_summary(void) {
 #undef G
 }
 
+/* "fd:N": the user asks explicitly for an open descriptor (a pipe, the
+ * program's own stderr): the object is appended there, nothing truncated.
+ * N, or -1 when the value is a path. */
+static int stats_fd(const char *v) {
+    if (strncmp(v, "fd:", 3) != 0 || !v[3]) return -1;
+    int n = 0;
+    for (const char *p = v + 3; *p; p++) {
+        if (*p < '0' || *p > '9' || n > 100000) return -1;
+        n = n * 10 + (*p - '0');
+    }
+    return n;
+}
+
+static const char *kind_of(mode_t m) {
+    return S_ISLNK(m)                 ? "symbolic link"
+           : S_ISFIFO(m)              ? "FIFO"
+           : S_ISDIR(m)               ? "directory"
+           : S_ISCHR(m) || S_ISBLK(m) ? "device"
+           : S_ISSOCK(m)              ? "socket"
+                                      : "special file";
+}
+
+/* The stats file is often written by root into a directory others share
+ * (/tmp/dsp.%p.json), so nothing planted at the path can steer it (issue 14:
+ * a symlink there made root overwrite a 0600 file; a FIFO hung the exit; a
+ * file of another user was truncated). Only the directory is looked up by
+ * name; then a temporary file is created in it exclusively (O_EXCL never
+ * follows a symlink, never opens a FIFO), written, and renamed over the name,
+ * which replaces a directory entry and writes into no existing file. A name
+ * that holds anything but a regular file of ours is left alone. */
+static int write_path(const char *path, const char *json, size_t n, unsigned mode) {
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char dir[4200];
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    if (!*name) {
+        dsp_warn("DSP_STATS_FILE=%s names a directory, not a file; stats not written", path);
+        return -1;
+    }
+    if (!slash)
+        dir[0] = '.', dir[1] = 0;
+    else if (dlen == 0)
+        dir[0] = '/', dir[1] = 0;
+    else
+        memcpy(dir, path, dlen), dir[dlen] = 0;
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        dsp_warn("DSP_STATS_FILE: cannot open the directory %s (%s); stats not written", dir,
+                 dsp_errname(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+        if (S_ISREG(st.st_mode))
+            dsp_warn("DSP_STATS_FILE: %s belongs to uid %u, not to this process (uid %u); left "
+                     "alone, stats not written",
+                     path, (unsigned)st.st_uid, (unsigned)geteuid());
+        else
+            dsp_warn("DSP_STATS_FILE: %s is a %s, not a regular file; left alone, stats not "
+                     "written (name the file itself, or fd:N for an open descriptor)",
+                     path, kind_of(st.st_mode));
+        close(dfd);
+        return -1;
+    }
+    static _Atomic unsigned serial;
+    char tmp[96];
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 8; tries++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        dsp_fmt(tmp, sizeof tmp, ".dspreload-stats.%d.%u.%lx.tmp", (int)getpid(),
+                atomic_fetch_add(&serial, 1), (unsigned long)ts.tv_nsec);
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        dsp_warn("DSP_STATS_FILE: cannot create a file in %s (%s); stats not written", dir,
+                 dsp_errname(errno));
+        close(dfd);
+        return -1;
+    }
+    /* The mode the user chose, whatever the umask (0600 by default). */
+    int err = fchmod(fd, mode) != 0 ? errno : 0;
+    for (size_t done = 0; !err && done < n;) {
+        ssize_t w = write(fd, json + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            err = w < 0 ? errno : EIO;
+        else
+            done += (size_t)w;
+    }
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err && renameat(dfd, tmp, dfd, name) != 0) err = errno;
+    if (err) {
+        unlinkat(dfd, tmp, 0);
+        dsp_warn("DSP_STATS_FILE: cannot write %s (%s); stats not written", path, dsp_errname(err));
+    }
+    close(dfd);
+    return err ? -1 : 0;
+}
+
 static void write_file(const char *pattern) {
     char path[4200], json[8192];
-    if (dsp_stats_path(path, sizeof path, pattern, (int)getpid()) != 0) {
-        dsp_warn("DSP_STATS_FILE=%s is too long once %%p is expanded; stats not written", pattern);
-        return;
-    }
     int n = dsp_stats_format_json(json, sizeof json - 1);
     if (n > (int)sizeof json - 2) n = (int)sizeof json - 2;
     json[n++] = '\n';
     int saved = errno;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        dsp_warn("DSP_STATS_FILE: cannot write %s (errno %d); stats not written", path, errno);
+    int fd = stats_fd(pattern);
+    if (fd >= 0) {
+        if (fcntl(fd, F_GETFD) < 0)
+            dsp_warn("DSP_STATS_FILE=%s: descriptor %d is not open; stats not written", pattern,
+                     fd);
+        else
+            dsp_write_all(fd, json, (size_t)n);
+    } else if (dsp_stats_path(path, sizeof path, pattern, (int)getpid()) != 0) {
+        dsp_warn("DSP_STATS_FILE=%s is too long once %%p is expanded; stats not written", pattern);
     } else {
-        dsp_write_all(fd, json, (size_t)n);
-        close(fd);
+        write_path(path, json, (size_t)n, (unsigned)dsp_opt(DSP_OPT_STATS_FILE_MODE));
     }
     errno = saved;
 }

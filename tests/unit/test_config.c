@@ -103,3 +103,45 @@ Test(config, stats_file_is_kept_verbatim) {
     dsp_config_load(env, RAM);
     cr_assert_str_eq(dsp_cfg.stats_file, "/tmp/dsp.%p.json");
 }
+
+/* Secure execution (AT_SECURE): a less privileged user's environment must not
+ * choose files, limits or output for the privileged process (issue 14). */
+Test(config, secure_execution_honours_only_off_switches) {
+    char *env[] = {"DSP_STATS_FILE=/etc/passwd",
+                   "DSP_MAX_PINNED=1T",
+                   "DSP_LOG=debug",
+                   "DSP_MALLOC_MIN=4K",
+                   "DSP_CUDA=off",
+                   "DSP_CUFILE=OFF",
+                   "DSP_STATS=0",
+                   "DSP_STATS_FILE_MODE=0666",
+                   NULL};
+    log_capture_start();
+    dsp_config_load_as(env, RAM, 1);
+    const char *out = log_capture_collect();
+    cr_assert_str_eq(dsp_cfg.stats_file, "");
+    cr_assert_eq(dsp_opt(DSP_OPT_MAX_PINNED), (long long)DSP_SIZE_AUTO);
+    cr_assert_eq(dsp_opt(DSP_OPT_LOG), DSP_LOG_WARN);
+    cr_assert_eq(dsp_opt(DSP_OPT_MALLOC_MIN), (long long)DSP_SIZE_AUTO); /* off */
+    cr_assert_eq(dsp_opt(DSP_OPT_STATS_FILE_MODE), 0600);
+    cr_assert_eq(dsp_opt(DSP_OPT_CUDA), 1, "DSP_CUDA=off is honoured");
+    cr_assert_eq(dsp_opt(DSP_OPT_CUFILE), 1, "DSP_CUFILE=off is honoured");
+    cr_assert(strstr(out, "secure execution (setuid, setgid or file capabilities): "
+                          "DSP_STATS_FILE, DSP_MAX_PINNED, DSP_LOG, DSP_MALLOC_MIN, "
+                          "DSP_STATS_FILE_MODE ignored"),
+              "%s", out);
+    cr_assert_eq(strchr(out, '\n'), out + strlen(out) - 1, "one line: %s", out);
+    dsp_config_load_as(env, RAM, 0);
+    cr_assert_str_eq(dsp_cfg.stats_file, "/etc/passwd", "without AT_SECURE all are honoured");
+}
+
+Test(config, stats_file_mode_is_octal_permission_bits) {
+    long long v;
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "0644", RAM, &v), 0);
+    cr_assert_eq(v, 0644);
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "600", RAM, &v), 0);
+    cr_assert_eq(v, 0600);
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "4755", RAM, &v), -1, "no setuid bit");
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "0648", RAM, &v), -1);
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "", RAM, &v), -1);
+}

@@ -38,16 +38,30 @@ Test(log, once_demotes_repeats_to_debug) {
     cr_assert_null(strstr(out, "repeat 1"));
 }
 
-Test(log, long_lines_are_cut_but_end_with_newline) {
+/* Regression (issue 14): the 1023-byte cut dropped the reason after a long
+ * echoed value. */
+Test(log, long_value_keeps_the_reason) {
     log_capture_start();
     char big[3000];
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = 0;
-    dsp_warn("%s", big);
+    big[sizeof big - 2] = 'z';
+    dsp_warn("DSP_X=%s is not valid; the reason", big);
     const char *out = log_capture_collect();
     size_t n = strlen(out);
-    cr_assert_leq(n, 1024);
-    cr_assert_eq(out[n - 1], '\n');
+    cr_assert_leq(n, 400);
+    cr_assert(strstr(out, "aaa...aaa"), "%s", out);
+    cr_assert(strstr(out, "az is not valid; the reason\n"), "%s", out);
+}
+
+/* Regression (issue 14): a value with a newline in it forged an extra line. */
+Test(log, control_characters_in_values_are_escaped) {
+    log_capture_start();
+    dsp_warn("DSP_LOG=%s is not valid", "x\ndspreload[1]: error: forged\t\x1b[2J");
+    const char *out = log_capture_collect();
+    cr_assert_eq(strchr(out, '\n'), out + strlen(out) - 1, "one line: %s", out);
+    cr_assert(strstr(out, "DSP_LOG=x\\ndspreload[1]: error: forged\\t\\x1b[2J is not valid"), "%s",
+              out);
 }
 
 static void log_error_only(void) {
