@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-int cmd_demo(int argc, char **argv) {
-    (void)argv;
+int cmd_demo(int argc, char **argv, const char *lib) {
     if (argc > 0) return usage_error("demo: unexpected argument '%s'", argv[0]);
     char prog[PATH_MAX], self[PATH_MAX], cudart[PATH_MAX], cufile[PATH_MAX];
     snprintf(prog, sizeof prog, "%s/dspreload-demo", self_dir());
@@ -26,7 +25,10 @@ int cmd_demo(int argc, char **argv) {
         setenv("DSPRELOAD_DEMO_CUFILE", cufile, 1);
     /* Malloc hints for the demo's large buffers only (docs/malloc-hints.md). */
     setenv("DSP_MALLOC_MIN", "16M", 0);
-    execl(self, self, "--stats", "--", prog, (char *)NULL);
+    if (lib)
+        execl(self, self, "--stats", "--lib", lib, "--", prog, (char *)NULL);
+    else
+        execl(self, self, "--stats", "--", prog, (char *)NULL);
     perror("dspreload: demo");
     return 126;
 }

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,8 +36,9 @@ static void line(const char *level, const char *what, const char *fmt, ...) {
     printf("\n");
 }
 
-static void check_library(void) {
-    const char *lib = find_library();
+/* lib: the one --lib named, or NULL for the one dspreload would find. */
+static void check_library(const char *lib) {
+    if (!lib) lib = find_library();
     if (!lib) {
         line("FAIL", "library",
              "libdspreload.so not found beside %s: build it (meson compile -C build) or install it",
@@ -47,6 +49,8 @@ static void check_library(void) {
     const char *(*version)(void) = h ? (const char *(*)(void))dlsym(h, "dsp_version") : NULL;
     if (!version)
         line("FAIL", "library", "%s does not load: %s", lib, dlerror());
+    else if (preload_unsafe(lib))
+        line("FAIL", "library", "%s", preload_unsafe_why(lib));
     else
         line("OK", "library", "%s (dspreload %s)", lib, version());
 }
@@ -201,6 +205,34 @@ static const char *fs_name(long type) {
     }
 }
 
+/* The file O_DIRECT is tried on: for a directory, one made there and unlinked
+ * at once (written to, and only through the descriptor mkstemp returned: its
+ * name is never opened again, so nothing swapped in under that name is ever
+ * written); for a regular file, that file read-only (a symlink followed, as
+ * the user named it). Anything else (a FIFO, a device) is refused unopened or,
+ * if it changed meanwhile, before any read: open with O_NONBLOCK never waits. */
+static int open_probe(const char *path, const struct stat *st, int *made) {
+    *made = 0;
+    if (S_ISDIR(st->st_mode)) {
+        char file[PATH_MAX];
+        if ((size_t)snprintf(file, sizeof file, "%s/.dspreload-doctor-XXXXXX", path) >= sizeof file)
+            return errno = ENAMETOOLONG, -1;
+        int fd = mkostemp(file, O_CLOEXEC);
+        if (fd < 0) return -1;
+        unlink(file);
+        *made = 1;
+        return fd;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat now;
+    if (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode)) {
+        close(fd);
+        return errno = EINVAL, -2;
+    }
+    return fd;
+}
+
 static void check_path(const char *path) {
     struct statfs fs;
     struct stat st;
@@ -208,30 +240,35 @@ static void check_path(const char *path) {
         line("FAIL", path, "cannot be read: %s", strerror(errno));
         return;
     }
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        line("FAIL", path, "not a regular file or directory: O_DIRECT not tested");
+        return;
+    }
     const char *fsn = fs_name((long)fs.f_type);
-    char file[4096];
-    int made = 0, fd;
-    if (S_ISDIR(st.st_mode)) {
-        snprintf(file, sizeof file, "%s/.dspreload-doctor-XXXXXX", path);
-        fd = mkstemp(file);
-        if (fd < 0) {
+    int made, fd = open_probe(path, &st, &made);
+    if (fd == -2) {
+        line("FAIL", path, "not a regular file or directory: O_DIRECT not tested");
+        return;
+    }
+    if (fd < 0) {
+        if (S_ISDIR(st.st_mode))
             line("WARN", path, "%s; not writable here, O_DIRECT not tested (%s)", fsn,
                  strerror(errno));
-            return;
-        }
-        close(fd);
-        made = 1;
-    } else {
-        snprintf(file, sizeof file, "%s", path);
+        else
+            line("FAIL", path, "cannot be read: %s", strerror(errno));
+        return;
     }
     unsigned mem_align = 0, off_align = 0;
     struct statx sx;
-    if (statx(AT_FDCWD, file, 0, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
         mem_align = sx.stx_dio_mem_align;
         off_align = sx.stx_dio_offset_align;
     }
-    fd = open(file, (made ? O_RDWR : O_RDONLY) | O_DIRECT);
-    int direct = fd >= 0;
+    /* O_DIRECT on the descriptor in hand (O_NONBLOCK cleared): a file system
+     * without it refuses with EINVAL, as open(O_DIRECT) would. */
+    int fl = fcntl(fd, F_GETFL);
+    int direct = fl >= 0 && fcntl(fd, F_SETFL, (fl & ~O_NONBLOCK) | O_DIRECT) == 0;
+    int err = errno;
     char result[128] = "";
     if (direct) {
         void *buf;
@@ -243,12 +280,11 @@ static void check_path(const char *path) {
                          strerror(errno));
             free(buf);
         }
-        close(fd);
     }
-    if (made) unlink(file);
+    close(fd);
     if (!direct)
         line("WARN", path, "%s: O_DIRECT refused (%s): I/O there goes through the page cache", fsn,
-             strerror(errno));
+             strerror(err));
     else if (mem_align)
         line("OK", path, "%s: O_DIRECT works%s; alignment %u bytes in memory, %u in the file", fsn,
              result, mem_align, off_align);
@@ -257,9 +293,9 @@ static void check_path(const char *path) {
              fsn, result);
 }
 
-int cmd_doctor(int argc, char **argv) {
+int cmd_doctor(int argc, char **argv, const char *lib) {
     printf("dspreload %s doctor\n", DSP_VERSION_STRING);
-    check_library();
+    check_library(lib);
     check_memlock();
     check_budget();
     check_cgroup();

@@ -6,7 +6,8 @@
 
 #define USAGE                                                                                      \
     "usage: dspreload [options] [VAR=value ...] [--] COMMAND [ARGS...]\n"                          \
-    "       dspreload doctor [PATH ...] | env [--markdown] | stats FILE ... | demo\n"
+    "       dspreload [options] [VAR=value ...] doctor [PATH ...] | demo\n"                        \
+    "       dspreload env [--markdown] | stats FILE ...\n"
 
 /* Prints "dspreload: <message>" and the usage line to stderr; returns 2. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -18,8 +19,16 @@ const char *find_library(void);
 /* The directory of the running launcher. */
 const char *self_dir(void);
 
-int cmd_doctor(int argc, char **argv);
+/* ld.so splits LD_PRELOAD at these: a path with one cannot be preloaded. */
+#define LD_PRELOAD_SEPARATORS " :"
+
+/* Whether lib's path has a separator; and the sentence that says so. */
+int preload_unsafe(const char *lib);
+const char *preload_unsafe_why(const char *lib);
+
+/* lib: the library --lib named (absolute), or NULL for find_library(). */
+int cmd_doctor(int argc, char **argv, const char *lib);
 int cmd_stats(int argc, char **argv);
-int cmd_demo(int argc, char **argv);
+int cmd_demo(int argc, char **argv, const char *lib);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef DSP_LIBDIR_FROM_BINDIR
@@ -42,6 +43,8 @@ static const char *const help_text =
           "  env [--markdown]     every DSP_* variable, its default and accepted values\n"
           "  stats FILE ...       per-process table and totals of DSP_STATS_FILE output\n"
           "  demo                 a short workload that shows what the shim does\n"
+          "Options before doctor and demo apply to them (doctor checks the --lib library\n"
+          "and the budget the settings give); after --, a program of that name runs.\n"
           "\n"
           "Exit status: COMMAND's own; 2 for a usage error; 126/127 when COMMAND cannot run.\n";
 
@@ -113,10 +116,59 @@ static int set(const char *name, const char *value, const char *as_given) {
     return 0;
 }
 
+int preload_unsafe(const char *lib) {
+    return strpbrk(lib, LD_PRELOAD_SEPARATORS) != NULL;
+}
+
+const char *preload_unsafe_why(const char *lib) {
+    static char why[PATH_MAX * 2 + 256];
+    snprintf(why, sizeof why,
+             "the library path '%s' has a space or colon, which LD_PRELOAD takes as separators: "
+             "it would not be loaded. Install dspreload under a path without them, or give "
+             "--lib a path without them (a symlink to the library will do)",
+             lib);
+    return why;
+}
+
+/* The library named by --lib, as an absolute path: its real path, or where
+ * that has a space or colon (which LD_PRELOAD cannot carry), the absolute form
+ * of the path as given when that has neither and names the same file (a
+ * symlink made elsewhere to an install under such a path). NULL if missing. */
+static const char *lib_path(const char *given) {
+    static char real[PATH_MAX], abs[PATH_MAX * 2];
+    if (!realpath(given, real)) return NULL;
+    if (!preload_unsafe(real)) return real;
+    char cwd[PATH_MAX];
+    if (given[0] == '/')
+        snprintf(abs, sizeof abs, "%s", given);
+    else if (getcwd(cwd, sizeof cwd))
+        snprintf(abs, sizeof abs, "%s/%s", cwd, given);
+    else
+        return real;
+    struct stat a, b;
+    if (!preload_unsafe(abs) && strlen(abs) < PATH_MAX && stat(abs, &a) == 0 &&
+        stat(real, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return abs;
+    return real;
+}
+
+/* Whether the list (entries split at spaces and colons, as ld.so splits it)
+ * has lib as a whole entry. */
+static int has_entry(const char *list, const char *lib) {
+    size_t n = strlen(lib);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, LD_PRELOAD_SEPARATORS);
+        if (len == n && !strncmp(p, lib, n)) return 1;
+        p += len;
+        if (*p) p++;
+    }
+    return 0;
+}
+
 /* LD_PRELOAD gets the library first, the caller's own entries kept after it. */
 static int add_preload(const char *lib) {
     const char *old = getenv("LD_PRELOAD");
-    if (old && strstr(old, lib)) return 0;
+    if (old && has_entry(old, lib)) return 0;
     size_t n = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
     char *v = malloc(n);
     if (!v) return -1;
@@ -124,6 +176,31 @@ static int add_preload(const char *lib) {
     int rc = setenv("LD_PRELOAD", v, 1);
     free(v);
     return rc;
+}
+
+/* Options before a subcommand: doctor and demo take them all (doctor checks the
+ * library --lib names and reads the DSP_* settings as the library would; demo
+ * runs under them); env and stats read nothing they set. */
+static int subcommand(const char *sub, int nopts, const char *first_opt, const char *lib, int argc,
+                      char **argv) {
+    int takes_options = !strcmp(sub, "doctor") || !strcmp(sub, "demo");
+    if (nopts && !takes_options)
+        return usage_error("%s takes no options before it (got '%s')", sub, first_opt);
+    if (!strcmp(sub, "env")) {
+        int md = argc > 0 && !strcmp(argv[0], "--markdown");
+        if (argc > 1 || (argc == 1 && !md))
+            return usage_error("env: unexpected argument '%s'", argv[argc - 1]);
+        fflush(stdout);
+        dsp_config_print(1, md);
+        return 0;
+    }
+    if (!strcmp(sub, "doctor")) return cmd_doctor(argc, argv, lib);
+    if (!strcmp(sub, "stats")) return cmd_stats(argc, argv);
+    return cmd_demo(argc, argv, lib);
+}
+
+static int is_subcommand(const char *a) {
+    return !strcmp(a, "doctor") || !strcmp(a, "env") || !strcmp(a, "stats") || !strcmp(a, "demo");
 }
 
 int main(int argc, char **argv) {
@@ -137,24 +214,14 @@ int main(int argc, char **argv) {
         printf("dspreload %s\n", DSP_VERSION_STRING);
         return 0;
     }
-    if (!strcmp(sub, "env")) {
-        int md = argc > 2 && !strcmp(argv[2], "--markdown");
-        if (argc > 3 || (argc == 3 && !md))
-            return usage_error("env: unexpected argument '%s'", argv[argc - 1]);
-        fflush(stdout);
-        dsp_config_print(1, md);
-        return 0;
-    }
-    if (!strcmp(sub, "doctor")) return cmd_doctor(argc - 2, argv + 2);
-    if (!strcmp(sub, "stats")) return cmd_stats(argc - 2, argv + 2);
-    if (!strcmp(sub, "demo")) return cmd_demo(argc - 2, argv + 2);
 
     const char *lib = NULL;
-    int i = 1;
+    int i = 1, dashdash = 0;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) {
             i++;
+            dashdash = 1;
             break;
         }
         if (!strcmp(a, "--stats")) {
@@ -178,9 +245,7 @@ int main(int argc, char **argv) {
                 known = 1;
                 if (!value && (value = argv[++i]) == NULL)
                     return usage_error("--lib needs a value");
-                static char abs[PATH_MAX];
-                if (!realpath(value, abs)) return usage_error("--lib: cannot find '%s'", value);
-                lib = abs;
+                if (!(lib = lib_path(value))) return usage_error("--lib: cannot find '%s'", value);
             }
             if (!known) return usage_error("unknown option '%s'", a);
             continue;
@@ -190,20 +255,24 @@ int main(int argc, char **argv) {
         if (eq && eq > a &&
             strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
                 (size_t)(eq - a)) {
-            char name[256];
-            size_t n = (size_t)(eq - a) < sizeof name - 1 ? (size_t)(eq - a) : sizeof name - 1;
-            memcpy(name, a, n);
-            name[n] = 0;
+            /* The whole name, however long: setenv copies it. */
+            char *name = strndup(a, (size_t)(eq - a));
+            if (!name) return usage_error("%s: cannot set it (out of memory)", a);
             int rc = set(name, eq + 1, a);
+            free(name);
             if (rc) return rc;
             continue;
         }
-        break; /* the command */
+        break; /* the command, or a subcommand */
     }
+    /* A subcommand's name before any --; after --, a program of that name. */
+    if (!dashdash && i < argc && is_subcommand(argv[i]))
+        return subcommand(argv[i], i > 1, argv[1], lib, argc - i - 1, argv + i + 1);
     if (i >= argc) return usage_error("no command given");
     if (!lib && !(lib = find_library()))
         return usage_error("libdspreload.so not found beside %s (give it with --lib PATH)",
                            self_dir());
+    if (preload_unsafe(lib)) return usage_error("%s", preload_unsafe_why(lib));
     if (add_preload(lib) != 0) return usage_error("cannot set LD_PRELOAD");
     execvp(argv[i], argv + i);
     int err = errno;

@@ -4,9 +4,13 @@
 #include "json_number.h"
 #include "launcher.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const struct {
     const char *key, *head;
@@ -24,48 +28,107 @@ static const struct {
 };
 #define NCOLS (sizeof cols / sizeof *cols)
 
-static void cell(char *buf, size_t cap, long long v, int bytes) {
-    if (v < 0)
+/* Totals: each value is below 2^64 and there are fewer than 2^31 files, so a
+ * 128-bit sum cannot overflow. */
+typedef unsigned __int128 u128;
+
+static const char *u128_str(char *buf, size_t cap, u128 v) {
+    char digits[48];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + (unsigned)(v % 10));
+        v /= 10;
+    } while (v);
+    size_t k = 0;
+    for (; n && k + 1 < cap; k++) buf[k] = digits[--n];
+    if (cap) buf[k] = 0;
+    return buf;
+}
+
+static void cell(char *buf, size_t cap, int have, u128 v, int bytes) {
+    if (!have) {
         snprintf(buf, cap, "-");
-    else if (bytes)
+    } else if (!bytes) {
+        u128_str(buf, cap, v);
+    } else if (v <= ULLONG_MAX) {
         dsp_fmt_bytes(buf, cap, (unsigned long long)v);
-    else
-        snprintf(buf, cap, "%lld", v);
+    } else { /* 16 EiB and more: tenths of EiB, rounded as dsp_fmt_bytes does */
+        u128 tenths = (v * 10 + ((u128)1 << 59)) >> 60;
+        char whole[48];
+        u128_str(whole, sizeof whole, tenths / 10);
+        if (tenths % 10)
+            snprintf(buf, cap, "%s.%u EiB", whole, (unsigned)(tenths % 10));
+        else
+            snprintf(buf, cap, "%s EiB", whole);
+    }
+}
+
+/* Reads the file into json (NUL-terminated): 0, or -1 with the reason printed.
+ * Never blocks: a FIFO, a device or a directory is refused before any read (it
+ * is opened with O_NONBLOCK, so not even the open waits for a writer). */
+static int read_file(const char *path, char *json, size_t cap) {
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "dspreload: stats: cannot open %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "dspreload: stats: %s is not a regular file\n", path);
+        close(fd);
+        return -1;
+    }
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t r = read(fd, json + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            fprintf(stderr, "dspreload: stats: cannot read %s: %s\n", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    json[n] = 0;
+    return 0;
 }
 
 int cmd_stats(int argc, char **argv) {
     if (argc < 1) return usage_error("stats: give the JSON files DSP_STATS_FILE wrote");
-    long long total[NCOLS] = {0};
+    u128 total[NCOLS] = {0};
     printf("%-10s", "pid");
     for (size_t c = 0; c < NCOLS; c++) printf(" %12s", cols[c].head);
     printf("\n");
     int bad = 0;
     for (int i = 0; i < argc; i++) {
-        FILE *f = fopen(argv[i], "r");
         char json[16384];
-        size_t n = f ? fread(json, 1, sizeof json - 1, f) : 0;
-        if (f) fclose(f);
-        json[n] = 0;
-        long long pid = dsp_json_number(json, "pid");
-        if (!f || json[0] != '{' || pid < 0) {
+        unsigned long long pid;
+        if (read_file(argv[i], json, sizeof json) != 0) {
+            bad = 1;
+            continue;
+        }
+        if (json[0] != '{' || dsp_json_u64(json, "pid", &pid) != 0) {
             fprintf(stderr, "dspreload: stats: %s is not a dspreload stats file\n", argv[i]);
             bad = 1;
             continue;
         }
-        printf("%-10lld", pid);
+        printf("%-10llu", pid);
         for (size_t c = 0; c < NCOLS; c++) {
-            long long v = dsp_json_number(json, cols[c].key);
-            char buf[32];
-            cell(buf, sizeof buf, v, cols[c].bytes);
+            unsigned long long v;
+            int have = dsp_json_u64(json, cols[c].key, &v) == 0;
+            char buf[64];
+            cell(buf, sizeof buf, have, have ? v : 0, cols[c].bytes);
             printf(" %12s", buf);
-            if (v > 0) total[c] += v;
+            if (have) total[c] += v;
         }
         printf("\n");
     }
     printf("%-10s", "total");
     for (size_t c = 0; c < NCOLS; c++) {
-        char buf[32];
-        cell(buf, sizeof buf, total[c], cols[c].bytes);
+        char buf[64];
+        cell(buf, sizeof buf, 1, total[c], cols[c].bytes);
         printf(" %12s", buf);
     }
     printf("\n");
