@@ -189,13 +189,12 @@ EOF
   grep -qE "^OK +$attic " "$tmp/out" || fail "doctor on the directory: $(head -c 2000 "$tmp/out")"
   # (The attacker's symlinks may remain: names it took after the unlink.)
   [ -z "$(find "$attic" -type f)" ] || fail "test files left behind: $(find "$attic" -type f)"
-  # Where strace is installed: the file's name is opened once, at creation.
-  if command -v strace >/dev/null; then
-    strace -f -e trace=open,openat -o "$tmp/trace" "$cmd" doctor "$tmp" > /dev/null 2>&1
-    n=$(grep -c '\.dspreload-doctor-' "$tmp/trace")
-    [ "$n" -eq 1 ] || fail "the test file's name opened $n times: $(grep dspreload-doctor "$tmp/trace")"
-    grep '\.dspreload-doctor-' "$tmp/trace" | grep -q 'O_CREAT|O_EXCL' || fail "not made with O_EXCL"
-  fi
+  # The file's name is opened once, at creation (strace: scripts/deps).
+  command -v strace >/dev/null || fail "strace missing (scripts/deps installs it)"
+  strace -f -e trace=open,openat -o "$tmp/trace" "$cmd" doctor "$tmp" > /dev/null 2>&1
+  n=$(grep -c '\.dspreload-doctor-' "$tmp/trace")
+  [ "$n" -eq 1 ] || fail "the test file's name opened $n times: $(grep dspreload-doctor "$tmp/trace")"
+  grep '\.dspreload-doctor-' "$tmp/trace" | grep -q 'O_CREAT|O_EXCL' || fail "not made with O_EXCL"
   ;;
 *) fail "unknown check '$check'" ;;
 esac
