@@ -66,6 +66,8 @@ struct bstate {
     int nseg;
     struct iovec seg[MAX_SEGS]; /* where a read's bytes go back */
     uint32_t next_free;
+    uint32_t pins;   /* io_cancel calls using kiocb now (tab_mu) */
+    int put_waiting; /* released while pinned: freed by the last unpin (tab_mu) */
 };
 
 static struct {
@@ -81,7 +83,10 @@ static _Atomic int ready;
 static int active; /* 0: pass everything through unexamined (no safe way to read iocbs) */
 static int policy;
 
-/* Bounce states: one mapping, so "is this event's obj ours?" is a compare. */
+/* Bounce states: one mapping, so "is this event's obj ours?" is a compare.
+ * tab_mu guards the free list, high_water, pins and put_waiting; no call
+ * into libaio, the bounce pool, the manager or the log is made with it held
+ * (docs/design.md has the lock order). */
 static struct bstate *tab;
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t free_head = UINT32_MAX, high_water;
@@ -224,12 +229,22 @@ static int state_claim_exact(struct bstate *s, uint64_t v) {
                                                    memory_order_acq_rel, memory_order_acquire);
 }
 
+/* Called with tab_mu held. */
+static void free_push(struct bstate *s) {
+    s->next_free = free_head;
+    free_head = (uint32_t)(s - tab);
+}
+
 static void state_put(struct bstate *s) {
     if (s->buf) dsp_bounce_put(s->buf, s->cap);
     s->buf = NULL;
     pthread_mutex_lock(&tab_mu);
-    s->next_free = free_head;
-    free_head = (uint32_t)(s - tab);
+    /* An io_cancel still has this kiocb in the kernel's hands: reused now,
+     * the kernel could cancel another request by its address. */
+    if (s->pins)
+        s->put_waiting = 1;
+    else
+        free_push(s);
     pthread_mutex_unlock(&tab_mu);
     atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed);
 }
@@ -736,16 +751,30 @@ static struct bstate *find_user(io_context_t ctx, struct iocb *cb, uint64_t *sta
 DSP_API int io_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
     ensure_ready();
     if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return real.cancel(ctx, cb, ev);
-    /* tab_mu is held across the real call: no state is put back (so none is
-     * reused for another request) while the kernel looks for ours. */
+    /* The state is pinned across the real call, with tab_mu dropped (no lock
+     * of ours is held across a call into libaio): a pinned state is not put
+     * back on the free list, so it is not reused for another request whose
+     * kiocb the kernel could cancel by its address while it looks for ours.
+     * Completed and reaped meanwhile, it is freed at the unpin below. */
     int e = errno;
     pthread_mutex_lock(&tab_mu);
     uint64_t v;
     struct bstate *s = find_user(ctx, cb, &v);
+    if (s) s->pins++;
+    pthread_mutex_unlock(&tab_mu);
     int r = real.cancel(ctx, s ? &s->kiocb : cb, ev);
+    if (!s) {
+        errno = e;
+        return r;
+    }
     /* Kernels before 4.19 reported the cancelled request in *ev; later ones
      * answer -EINPROGRESS and deliver it through io_getevents. */
-    int mine = r == 0 && s && state_claim_exact(s, v);
+    int mine = r == 0 && state_claim_exact(s, v);
+    pthread_mutex_lock(&tab_mu);
+    if (--s->pins == 0 && s->put_waiting) {
+        s->put_waiting = 0;
+        free_push(s);
+    }
     pthread_mutex_unlock(&tab_mu);
     if (mine) {
         int prev = dsp_guard_enter();
@@ -823,6 +852,8 @@ static void fork_child(void) {
             dsp_bounce_fork_adopt(s->buf, s->cap);
         atomic_store_explicit(&s->status, 0, memory_order_relaxed);
         s->buf = NULL;
+        s->pins = 0; /* a cancel in another thread of the parent */
+        s->put_waiting = 0;
     }
     free_head = UINT32_MAX;
     high_water = 0;
