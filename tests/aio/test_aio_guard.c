@@ -6,8 +6,13 @@
  * dispositions it needs before that, in a process of its own. */
 #include "aio_test.h"
 
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -340,6 +345,36 @@ Test(aio_guard, pending_sigsegv_is_not_delivered_while_blocked) {
     sigaddset(&segv, SIGSEGV);
     pthread_sigmask(SIG_UNBLOCK, &segv, NULL);
     cr_assert_eq(calls, 1);
+}
+
+/* A seccomp filter that refuses process_vm_readv (EPERM), as some container
+ * profiles do; installed before the guard, which then finds it refused. */
+static void refuse_process_vm_readv(void) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof *f, f};
+    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0, "seccomp: %s",
+                 strerror(errno));
+}
+
+Test(aio_guard, refused_process_vm_readv_passes_blocked_threads_io_through) {
+    int fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
+    io_context_t ctx = new_ctx(8);
+    refuse_process_vm_readv();
+    install_guard();
+    block_all();
+    struct iocb *lgone[1] = {(struct iocb *)gone_page()};
+    cr_assert_eq(io_submit(ctx, 1, lgone), -EFAULT);
+    /* Unexamined: the kernel's own answer to a misaligned O_DIRECT read. */
+    struct iocb cb;
+    io_prep_pread(&cb, fd, misaligned(65536), 65536, 0);
+    cr_assert_eq(run_one(ctx, &cb), -EINVAL);
+    cr_assert_eq(stat_of("aio_bounced"), 0);
 }
 
 /* --- item: the kernel's order of checks ----------------------------------- */
