@@ -66,6 +66,8 @@ struct bstate {
     int nseg;
     struct iovec seg[MAX_SEGS]; /* where a read's bytes go back */
     uint32_t next_free;
+    uint32_t pins;   /* io_cancel calls using kiocb now (tab_mu) */
+    int put_waiting; /* released while pinned: freed by the last unpin (tab_mu) */
 };
 
 static struct {
@@ -81,7 +83,10 @@ static _Atomic int ready;
 static int active; /* 0: pass everything through unexamined (no safe way to read iocbs) */
 static int policy;
 
-/* Bounce states: one mapping, so "is this event's obj ours?" is a compare. */
+/* Bounce states: one mapping, so "is this event's obj ours?" is a compare.
+ * tab_mu guards the free list, high_water, pins and put_waiting; no call
+ * into libaio, the bounce pool, the manager or the log is made with it held
+ * (docs/design.md has the lock order). */
 static struct bstate *tab;
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t free_head = UINT32_MAX, high_water;
@@ -224,12 +229,22 @@ static int state_claim_exact(struct bstate *s, uint64_t v) {
                                                    memory_order_acq_rel, memory_order_acquire);
 }
 
+/* Called with tab_mu held. */
+static void free_push(struct bstate *s) {
+    s->next_free = free_head;
+    free_head = (uint32_t)(s - tab);
+}
+
 static void state_put(struct bstate *s) {
     if (s->buf) dsp_bounce_put(s->buf, s->cap);
     s->buf = NULL;
     pthread_mutex_lock(&tab_mu);
-    s->next_free = free_head;
-    free_head = (uint32_t)(s - tab);
+    /* An io_cancel still has this kiocb in the kernel's hands: reused now,
+     * the kernel could cancel another request by its address. */
+    if (s->pins)
+        s->put_waiting = 1;
+    else
+        free_push(s);
     pthread_mutex_unlock(&tab_mu);
     atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed);
 }
@@ -298,6 +313,14 @@ struct segs {
     uint64_t total;
     int huge; /* a length over MAX_RW, or a sum that is: never bounced */
 };
+static inline void seg_add(struct segs *g, int i, struct iovec one) {
+    if (i < MAX_SEGS) g->seg[i] = one;
+    g->bits |= (uintptr_t)one.iov_base | one.iov_len;
+    /* Each length is at most MAX_RW here, so the sum cannot wrap. */
+    if (one.iov_len > MAX_RW || (g->total += one.iov_len) > MAX_RW) g->huge = 1;
+    if (g->pinned && !g->huge) g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
+}
+
 static int scan_segs(const struct plan *p, struct segs *g) {
     g->pinned = 1;
     g->bits = g->total = 0;
@@ -314,16 +337,21 @@ static int scan_segs(const struct plan *p, struct segs *g) {
     g->n = (int)p->nbytes;
     const struct iovec *v = (const struct iovec *)(uintptr_t)p->buf;
     if (!dsp_guard_plausible((uintptr_t)v, sizeof *v * (size_t)g->n)) return -EFAULT;
+    if (!dsp_guard_faults_ok) {
+        /* Checked copies, a piece at a time (the kernel too refuses the
+         * whole array when any of it cannot be read). */
+        struct iovec part[64];
+        for (int at = 0; at < g->n; at += 64) {
+            int k = g->n - at < 64 ? g->n - at : 64;
+            if (dsp_guard_copy(part, v + at, sizeof *v * (size_t)k) != 0) return -EFAULT;
+            for (int i = 0; i < k; i++) seg_add(g, at + i, part[i]);
+        }
+        return 0;
+    }
     int failed;
     DSP_GUARD_BEGIN(failed)
     for (int i = 0; i < g->n; i++) {
-        struct iovec one = v[i];
-        if (i < MAX_SEGS) g->seg[i] = one;
-        g->bits |= (uintptr_t)one.iov_base | one.iov_len;
-        /* Each length is at most MAX_RW here, so the sum cannot wrap. */
-        if (one.iov_len > MAX_RW || (g->total += one.iov_len) > MAX_RW) g->huge = 1;
-        if (g->pinned && !g->huge)
-            g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
+        seg_add(g, i, v[i]);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     }
     DSP_GUARD_END();
@@ -431,9 +459,46 @@ static int classify_data(io_context_t ctx, struct plan *p, struct fdinfo *cache,
     return 0;
 }
 
-/* Classifies p[0..n): returns how many can be submitted (fewer when iocb i
- * cannot be read: the kernel would stop there too). */
-static long classify(io_context_t ctx, struct iocb **ios, long n, struct plan *p, int *bounced) {
+static void plan_fill(struct plan *p, struct iocb *user, const struct iocb *cb) {
+    p->user = user;
+    p->op = cb->aio_lio_opcode;
+    p->fd = cb->aio_fildes;
+    p->buf = cb->aio_buf;
+    p->nbytes = cb->aio_nbytes;
+    p->off = cb->aio_offset;
+}
+
+/* The iocbs as classify reads them, with checked copies (a thread that
+ * blocks SIGSEGV or SIGBUS): how many of ios[0..n) could be read, in order. */
+static long read_checked(struct iocb **ios, long n, struct plan *p) {
+    const void *at[CHUNK];
+    struct iocb *cbs[CHUNK];
+    long m = 0;
+    while (m < n && dsp_guard_plausible((uintptr_t)(ios + m), sizeof *ios)) {
+        at[m] = ios + m;
+        m++;
+    }
+    m = dsp_guard_gather(cbs, at, sizeof *cbs, m);
+    long k = 0;
+    while (k < m && dsp_guard_plausible((uintptr_t)cbs[k], sizeof *cbs[k])) {
+        at[k] = cbs[k];
+        k++;
+    }
+    long readable = 0;
+    while (readable < k) {
+        struct iocb copy[16];
+        long want = k - readable < 16 ? k - readable : 16;
+        long got = dsp_guard_gather(copy, at + readable, sizeof *copy, want);
+        for (long i = 0; i < got; i++) plan_fill(&p[readable + i], cbs[readable + i], &copy[i]);
+        readable += got;
+        if (got < want) break;
+    }
+    return readable;
+}
+
+/* The same with plain loads under the guard (its arguments are read after
+ * the jump back: kept in memory). */
+static long read_guarded(struct iocb **volatile ios, volatile long n, struct plan *volatile p) {
     volatile long readable = 0;
     int failed;
     DSP_GUARD_BEGIN(failed)
@@ -441,17 +506,19 @@ static long classify(io_context_t ctx, struct iocb **ios, long n, struct plan *p
         if (!dsp_guard_plausible((uintptr_t)(ios + i), sizeof *ios)) break;
         struct iocb *cb = ios[i];
         if (!dsp_guard_plausible((uintptr_t)cb, sizeof *cb)) break;
-        p[i].user = cb;
-        p[i].op = cb->aio_lio_opcode;
-        p[i].fd = cb->aio_fildes;
-        p[i].buf = cb->aio_buf;
-        p[i].nbytes = cb->aio_nbytes;
-        p[i].off = cb->aio_offset;
+        plan_fill(&p[i], cb, cb);
         __atomic_signal_fence(__ATOMIC_SEQ_CST); /* p[i] is complete before it counts */
         readable = i + 1;
     }
     DSP_GUARD_END();
     (void)failed;
+    return readable;
+}
+
+/* Classifies p[0..n): returns how many can be submitted (fewer when iocb i
+ * cannot be read: the kernel would stop there too). */
+static long classify(io_context_t ctx, struct iocb **ios, long n, struct plan *p, int *bounced) {
+    long readable = dsp_guard_faults_ok ? read_guarded(ios, n, p) : read_checked(ios, n, p);
     struct fdinfo cache[FD_CACHE];
     int ncache = 0;
     *bounced = 0;
@@ -494,6 +561,7 @@ static void count(const struct plan *p, long n) {
  * cost here is a few loads and one registry lookup per iocb (bench/run:
  * libaio_hook). */
 static int fast_classify(struct iocb **ios, long n, uint8_t *cls) {
+    if (!dsp_guard_faults_ok) return 0; /* no plain loads in this thread */
     volatile int all = 0;
     int failed;
     DSP_GUARD_BEGIN(failed)
@@ -549,7 +617,15 @@ static int submit(io_context_t ctx, long nr, struct iocb **ios) {
         long n = nr - done < CHUNK ? nr - done : CHUNK;
         int bounced;
         long ok = classify(ctx, ios + done, n, p, &bounced);
-        if (ok == 0) return done ? (int)done : -EFAULT;
+        if (ok == 0 && done) return (int)done;
+        if (ok == 0) {
+            /* The first iocb cannot be read: the kernel's answer, not ours.
+             * It looks at the context first (-EINVAL for one it does not
+             * know), then reads the array and the iocb (-EFAULT). */
+            int r = real.submit(ctx, 1, ios);
+            if (r > 0) count_classes((uint64_t[4]){1, 0, 0, 0}, 1, 0);
+            return r;
+        }
         struct iocb **arr = ios + done;
         if (bounced) {
             for (long i = 0; i < ok; i++) {
@@ -575,17 +651,34 @@ static int submit(io_context_t ctx, long nr, struct iocb **ios) {
 
 DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
     ensure_ready();
+    /* nr < 0 and nr == 0 are the kernel's to answer (-EINVAL, or 0 after
+     * the context is checked). */
     if (nr <= 0 || !active) return real.submit(ctx, nr, ios);
     /* libaio leaves errno alone; a refused bounce buffer or fd query must too. */
     int e = errno;
-    int r = submit(ctx, nr, ios);
+    int prev = dsp_guard_enter();
+    /* A thread that blocks SIGSEGV or SIGBUS reads the iocbs with checked
+     * copies; where those are refused too, nothing is read. */
+    int r = dsp_guard_faults_ok || dsp_guard_checked_ok() ? submit(ctx, nr, ios)
+                                                          : real.submit(ctx, nr, ios);
+    dsp_guard_leave(prev);
     errno = e;
     return r;
 }
 
 /* --- completion ----------------------------------------------------------- */
 
-/* The caller's view of a bounced completion: its iocb, its data, its bytes. */
+/* A bounced read's bytes into the caller's buffer. In a thread that blocks
+ * SIGSEGV or SIGBUS where checked copies are refused, a plain copy: the
+ * buffer was probed at submit (docs/io.md). */
+static int copy_out(void *dst, const void *src, size_t n) {
+    if (dsp_guard_faults_ok || dsp_guard_checked_ok()) return dsp_guard_copy(dst, src, n);
+    memcpy(dst, src, n);
+    return 0;
+}
+
+/* The caller's view of a bounced completion: its iocb, its data, its bytes.
+ * Inside dsp_guard_enter/leave. */
 static void complete(struct bstate *s, struct io_event *ev) {
     int64_t res = ev->res;
     if (s->is_read && res > 0) {
@@ -596,7 +689,7 @@ static void complete(struct bstate *s, struct io_event *ev) {
         for (int i = 0; i < s->nseg && left; i++) {
             size_t n = s->seg[i].iov_len < left ? s->seg[i].iov_len : left;
             if (!dsp_guard_plausible((uintptr_t)s->seg[i].iov_base, n) ||
-                dsp_guard_copy(s->seg[i].iov_base, from, n) != 0) {
+                copy_out(s->seg[i].iov_base, from, n) != 0) {
                 got = (uint64_t)-EFAULT;
                 break;
             }
@@ -614,13 +707,15 @@ static void complete(struct bstate *s, struct io_event *ev) {
 
 static void finish(struct io_event *ev, long n) {
     if (n <= 0 || atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return;
-    int e = errno;
+    int e = errno, prev = -1;
     for (long i = 0; i < n; i++) {
         struct bstate *s = state_of(ev[i].obj);
         if (!s || !state_claim(s)) continue;
+        if (prev < 0) prev = dsp_guard_enter();
         complete(s, &ev[i]);
         state_put(s);
     }
+    if (prev >= 0) dsp_guard_leave(prev);
     errno = e;
 }
 
@@ -656,19 +751,35 @@ static struct bstate *find_user(io_context_t ctx, struct iocb *cb, uint64_t *sta
 DSP_API int io_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
     ensure_ready();
     if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return real.cancel(ctx, cb, ev);
-    /* tab_mu is held across the real call: no state is put back (so none is
-     * reused for another request) while the kernel looks for ours. */
+    /* The state is pinned across the real call, with tab_mu dropped (no lock
+     * of ours is held across a call into libaio): a pinned state is not put
+     * back on the free list, so it is not reused for another request whose
+     * kiocb the kernel could cancel by its address while it looks for ours.
+     * Completed and reaped meanwhile, it is freed at the unpin below. */
     int e = errno;
     pthread_mutex_lock(&tab_mu);
     uint64_t v;
     struct bstate *s = find_user(ctx, cb, &v);
+    if (s) s->pins++;
+    pthread_mutex_unlock(&tab_mu);
     int r = real.cancel(ctx, s ? &s->kiocb : cb, ev);
+    if (!s) {
+        errno = e;
+        return r;
+    }
     /* Kernels before 4.19 reported the cancelled request in *ev; later ones
      * answer -EINPROGRESS and deliver it through io_getevents. */
-    int mine = r == 0 && s && state_claim_exact(s, v);
+    int mine = r == 0 && state_claim_exact(s, v);
+    pthread_mutex_lock(&tab_mu);
+    if (--s->pins == 0 && s->put_waiting) {
+        s->put_waiting = 0;
+        free_push(s);
+    }
     pthread_mutex_unlock(&tab_mu);
     if (mine) {
+        int prev = dsp_guard_enter();
         complete(s, ev);
+        dsp_guard_leave(prev);
         state_put(s);
     }
     errno = e;
@@ -741,6 +852,8 @@ static void fork_child(void) {
             dsp_bounce_fork_adopt(s->buf, s->cap);
         atomic_store_explicit(&s->status, 0, memory_order_relaxed);
         s->buf = NULL;
+        s->pins = 0; /* a cancel in another thread of the parent */
+        s->put_waiting = 0;
     }
     free_head = UINT32_MAX;
     high_water = 0;

@@ -7,62 +7,127 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 DSP_TLS sigjmp_buf *dsp_guard_jmp;
+DSP_TLS int dsp_guard_faults_ok;
 
-static struct sigaction old_segv, old_bus;
+/* What SIGSEGV ([0]) and SIGBUS ([1]) did before us, and whether a one-shot
+ * (SA_RESETHAND) handler among them has had its one call. */
+static struct sigaction old_act[2];
+static int oneshot_spent[2];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int install_err;
+static int checked_ok;
 
-/* A fault that is not ours: hand it to whoever handled it before. */
-static void chain(int sig, siginfo_t *info, void *uc) {
-    struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
-    int is_fn = (old->sa_flags & SA_SIGINFO)
-                    ? old->sa_sigaction != NULL
-                    : old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN;
-    if (is_fn) {
+/* Whether the kernel raised sig at an instruction that faults again when the
+ * handler returns: not sent with kill() or sigqueue() (si_code <= 0), and not
+ * an asynchronous machine-check report. */
+static int synchronous(int sig, const siginfo_t *info) {
+    if (info->si_code <= 0) return 0;
+#ifdef BUS_MCEERR_AO
+    if (sig == SIGBUS && info->si_code == BUS_MCEERR_AO) return 0;
+#endif
+    return 1;
+}
+
+static void set_default(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+}
+
+/* A fault or signal that is not ours: what the kernel would have done with the
+ * disposition the program had before us. Returns the errno to leave. */
+static int chain(int sig, siginfo_t *info, void *uc, int err) {
+    int k = sig == SIGBUS;
+    struct sigaction old = old_act[k];
+    /* SIG_DFL and SIG_IGN are handler values whatever SA_SIGINFO says. */
+    void (*h)(int) = old.sa_handler;
+    int fn = h != SIG_DFL && h != SIG_IGN;
+    /* One-shot: the kernel resets the disposition before the call, so a
+     * second signal (in any thread) gets the default action. */
+    if (fn && (old.sa_flags & SA_RESETHAND) &&
+        __atomic_exchange_n(&oneshot_spent[k], 1, __ATOMIC_ACQ_REL))
+        fn = 0, h = SIG_DFL;
+    if (fn) {
         /* As the kernel would have run it: its own mask, and the signal
-         * blocked unless it asked for SA_NODEFER. */
-        sigset_t mask = old->sa_mask, saved;
-        if (!(old->sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+         * blocked unless it asked for SA_NODEFER; the mask back afterwards. */
+        sigset_t mask = old.sa_mask, saved;
+        if (!(old.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
         pthread_sigmask(SIG_BLOCK, &mask, &saved);
-        if (old->sa_flags & SA_SIGINFO)
-            old->sa_sigaction(sig, info, uc);
+        errno = err;
+        if (old.sa_flags & SA_SIGINFO)
+            old.sa_sigaction(sig, info, uc);
         else
-            old->sa_handler(sig);
+            h(sig);
+        err = errno; /* what the handler left, as without us */
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        return;
+        return err;
     }
-    /* Default action: restore it. A real fault repeats when the faulting
-     * instruction runs again and kills the process as without the shim (core
-     * dump included); a signal sent with kill() is raised again. */
-    signal(sig, SIG_DFL);
-    if (info->si_code <= 0) raise(sig);
+    if (h == SIG_IGN) {
+        if (!synchronous(sig, info)) return err; /* ignored, as without us */
+        /* The kernel forces the default action on a fault of an ignored
+         * signal: with the program's own disposition back the instruction
+         * faults again and the process ends as without us (core included). */
+        sigaction(sig, &old, NULL);
+        return err;
+    }
+    /* Default action: restore it. A fault repeats when the instruction runs
+     * again; a sent signal is raised again. Either ends the process. */
+    set_default(sig);
+    if (!synchronous(sig, info)) raise(sig);
+    return err;
 }
 
 static void on_fault(int sig, siginfo_t *info, void *uc) {
+    int err = errno;
     sigjmp_buf *jmp = __atomic_load_n(&dsp_guard_jmp, __ATOMIC_RELAXED);
     if (jmp && info->si_code > 0) {
         __atomic_store_n(&dsp_guard_jmp, NULL, __ATOMIC_RELAXED);
+        errno = err;
         siglongjmp(*jmp, 1);
     }
-    chain(sig, info, uc);
+    errno = chain(sig, info, uc, err);
+}
+
+static int install_one(int sig, struct sigaction *old) {
+    struct sigaction cur, sa;
+    if (sigaction(sig, NULL, &cur) != 0) return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    /* SA_NODEFER: the jump out leaves the signal mask as it was. SA_ONSTACK
+     * and SA_RESTART as the program's handler had them: a stack overflow
+     * reaches its alternate stack if it asked for one (and ends the process
+     * if it did not), and a sent signal interrupts a system call as it would
+     * have. An ignored or default disposition interrupted nothing: restart. */
+    int fn = cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | (cur.sa_flags & SA_ONSTACK) |
+                  (fn ? cur.sa_flags & SA_RESTART : SA_RESTART);
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, old);
 }
 
 static void install(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    /* SA_NODEFER: the jump out leaves the signal mask as it was. SA_ONSTACK:
-     * a stack overflow of the application still reaches its own alternate stack. */
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &old_segv) != 0 || sigaction(SIGBUS, &sa, &old_bus) != 0) {
+    if (install_one(SIGSEGV, &old_act[0]) != 0 || install_one(SIGBUS, &old_act[1]) != 0) {
         install_err = -errno;
         dsp_warn("libaio: cannot install the fault handler that turns bad pointers into -EFAULT "
                  "(%s): I/O passes through unexamined",
                  dsp_errname(errno));
+        return;
     }
+    int e = errno;
+    char a = 1, b = 0;
+    struct iovec l = {&b, 1}, r = {&a, 1};
+    checked_ok = process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1 && b == 1;
+    if (!checked_ok)
+        dsp_info("libaio: process_vm_readv is refused (%s): threads that block SIGSEGV or "
+                 "SIGBUS pass their I/O through unexamined",
+                 dsp_errname(errno));
+    errno = e;
 }
 
 int dsp_guard_install(void) {
@@ -70,7 +135,37 @@ int dsp_guard_install(void) {
     return install_err;
 }
 
+int dsp_guard_checked_ok(void) {
+    return checked_ok;
+}
+
+int dsp_guard_enter(void) {
+    int prev = dsp_guard_faults_ok, e = errno;
+    sigset_t cur;
+    dsp_guard_faults_ok = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 &&
+                          !sigismember(&cur, SIGSEGV) && !sigismember(&cur, SIGBUS);
+    errno = e;
+    return prev;
+}
+
+void dsp_guard_leave(int prev) {
+    dsp_guard_faults_ok = prev;
+}
+
+/* process_vm_readv on our own pid: both sides checked, -EFAULT for any byte
+ * that cannot be copied. */
+static int checked_copy(void *dst, const void *src, size_t n) {
+    if (!n) return 0;
+    if (!checked_ok) return -EFAULT;
+    int e = errno;
+    struct iovec l = {dst, n}, r = {(void *)src, n};
+    ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+    errno = e;
+    return got == (ssize_t)n ? 0 : -EFAULT;
+}
+
 int dsp_guard_copy(void *dst, const void *src, size_t n) {
+    if (!dsp_guard_faults_ok) return checked_copy(dst, src, n);
     int failed;
     DSP_GUARD_BEGIN(failed)
     memcpy(dst, src, n);
@@ -81,10 +176,31 @@ int dsp_guard_copy(void *dst, const void *src, size_t n) {
 int dsp_guard_probe_ends(const void *p, size_t n) {
     if (!n) return 0;
     const volatile char *c = p;
+    if (!dsp_guard_faults_ok) {
+        char two[2];
+        return checked_copy(two, p, 1) == 0 &&
+                       checked_copy(two + 1, (const char *)p + n - 1, 1) == 0
+                   ? 0
+                   : -EFAULT;
+    }
     int failed;
     DSP_GUARD_BEGIN(failed)
     (void)c[0];
     (void)c[n - 1];
     DSP_GUARD_END();
     return failed ? -EFAULT : 0;
+}
+
+long dsp_guard_gather(void *dst, const void *const *src, size_t each, long n) {
+    if (n <= 0 || !checked_ok) return 0;
+    struct iovec r[256];
+    if (n > 256) n = 256;
+    for (long i = 0; i < n; i++) r[i] = (struct iovec){(void *)src[i], each};
+    struct iovec l = {dst, each * (size_t)n};
+    int e = errno;
+    /* Pieces are copied in order and the copy stops at the first byte that
+     * cannot be read: what came back whole is a prefix. */
+    ssize_t got = process_vm_readv(getpid(), &l, 1, r, (unsigned long)n, 0);
+    errno = e;
+    return got > 0 ? (long)((size_t)got / each) : 0;
 }

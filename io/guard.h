@@ -3,11 +3,16 @@
  * Without the shim, a bad iocb array or buffer address makes the kernel return
  * -EFAULT; the shim reads the same memory first, in user space, and must give
  * the same answer instead of a segmentation fault. A system call that checks
- * addresses (process_vm_readv) costs 2 us here, more than io_submit itself, so
- * the guarded regions run plain loads under a SIGSEGV/SIGBUS handler that
- * jumps out of them; every other fault goes on to the handler that was there
- * before (or the default action), unchanged. docs/io.md lists the limit: a
- * handler the application installs later without chaining replaces ours. */
+ * addresses (process_vm_readv) costs 0.6-2 us here, more than io_submit's hook
+ * itself, so in a thread where a fault can reach our handler the guarded
+ * regions run plain loads under a SIGSEGV/SIGBUS handler that jumps out of
+ * them; every other fault and every sent signal goes on to the handler that
+ * was there before, called as the kernel would have called it, or gets the
+ * action that was there before (ignored, default). A thread that blocks
+ * SIGSEGV or SIGBUS cannot take a fault (the kernel kills the process), so
+ * there the copies go through process_vm_readv and the regions do not run.
+ * docs/io.md lists the limits: a handler the application installs later
+ * without chaining replaces ours. */
 #ifndef DSP_GUARD_H
 #define DSP_GUARD_H
 
@@ -21,10 +26,24 @@ int dsp_guard_install(void);
 
 extern DSP_TLS sigjmp_buf *dsp_guard_jmp;
 
+/* 1 while the calling thread is known to take faults in our handler (neither
+ * SIGSEGV nor SIGBUS blocked): only then may a DSP_GUARDED block run. 0 (the
+ * default, and in a thread that blocks either) means checked copies only. */
+extern DSP_TLS int dsp_guard_faults_ok;
+
+/* Sets dsp_guard_faults_ok from the calling thread's signal mask (one system
+ * call) and returns the previous value, for dsp_guard_leave. Every hook that
+ * reads or writes caller memory brackets that work with the two; the mask
+ * cannot change in between (a signal handler that runs meanwhile restores it
+ * on return, and brackets its own calls). */
+int dsp_guard_enter(void);
+void dsp_guard_leave(int prev);
+
 /* DSP_GUARDED(failed) { loads and stores of caller memory } : the block runs
  * with faults turned into a jump that sets `failed` to 1. The block must take
  * no lock, allocate nothing and leave nothing half-done that matters (it is
- * abandoned at the faulting access). Not nestable. */
+ * abandoned at the faulting access). Not nestable. Only with
+ * dsp_guard_faults_ok set. */
 #define DSP_GUARD_BEGIN(failed)                                                                    \
     do {                                                                                           \
         sigjmp_buf dsp_guard_env_;                                                                 \
@@ -42,17 +61,28 @@ extern DSP_TLS sigjmp_buf *dsp_guard_jmp;
     while (0)
 
 /* Rules out, without touching it, memory no process can map: the first 64 KiB
- * (NULL and small integers) and addresses past the user half. The guard cannot
- * catch faults in a thread that blocks SIGSEGV (the kernel then kills the
- * process outright); this check catches the common bad pointers even there. */
+ * (NULL and small integers) and addresses past the user half. */
 static inline int dsp_guard_plausible(uintptr_t p, size_t n) {
     return p >= 65536 && p + n >= p && p + n <= (uintptr_t)1 << 56;
 }
 
-/* memcpy that answers -EFAULT (with dst partly written) instead of faulting. */
+/* memcpy that answers -EFAULT (with dst partly written) instead of faulting:
+ * either side may be the caller's. Guarded loads, or process_vm_readv when
+ * dsp_guard_faults_ok is 0. */
 int dsp_guard_copy(void *dst, const void *src, size_t n);
 
 /* 0 when the first and the last byte of [p, p+n) can be read, else -EFAULT. */
 int dsp_guard_probe_ends(const void *p, size_t n);
+
+/* Checked copies of many pieces at once (process_vm_readv): piece i of size
+ * `each` from src[i] to dst + i * each, in order, stopping at the first that
+ * cannot be read whole. Returns how many were copied whole. For
+ * dsp_guard_faults_ok == 0; n at most 256. */
+long dsp_guard_gather(void *dst, const void *const *src, size_t each, long n);
+
+/* 1 when process_vm_readv works on our own memory (seccomp may refuse it):
+ * without it a thread that blocks SIGSEGV or SIGBUS cannot examine caller
+ * memory at all, and its I/O passes through unexamined. */
+int dsp_guard_checked_ok(void);
 
 #endif

@@ -1,0 +1,416 @@
+/* The fault guard (io/guard.c) and the answers io_submit gives for what it
+ * cannot read: the program's signal behaviour is kept as it was without the
+ * shim, a thread that blocks SIGSEGV or SIGBUS gets -EFAULT instead of being
+ * killed, and the kernel's own order of checks (the context first). The
+ * guard is installed at the first libaio call: each test sets the
+ * dispositions it needs before that, in a process of its own. */
+#include "aio_test.h"
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+static const char *disk = "/tmp"; /* ext4: 512-byte DIO alignment */
+
+/* The first libaio call installs the guard (here: one the kernel refuses). */
+static void install_guard(void) {
+    io_context_t ctx = new_ctx(4);
+    struct iocb *none[1] = {NULL};
+    cr_assert_eq(io_submit(ctx, 1, none), -EFAULT);
+    io_destroy(ctx);
+    struct sigaction sa;
+    cr_assert_eq(sigaction(SIGSEGV, NULL, &sa), 0);
+    cr_assert(sa.sa_flags & SA_SIGINFO, "the guard is not installed");
+    cr_assert_eq(sigaction(SIGBUS, NULL, &sa), 0);
+    cr_assert(sa.sa_flags & SA_SIGINFO, "the guard is not installed");
+}
+
+/* An address that faults: a page unmapped again (SIGSEGV). */
+static char *gone_page(void) {
+    char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(p != MAP_FAILED);
+    munmap(p, 4096);
+    return p;
+}
+
+/* An address that raises SIGBUS: a shared mapping past the end of an empty file. */
+static char *sigbus_page(void) {
+    char path[] = "/tmp/dsp-guard-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    unlink(path);
+    char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    cr_assert(p != MAP_FAILED);
+    close(fd);
+    return p;
+}
+
+static void block_all(void) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
+/* How a child ended: its signal, or 1000 + its exit status. */
+static int ended(pid_t pid) {
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return WIFSIGNALED(st) ? WTERMSIG(st) : 1000 + WEXITSTATUS(st);
+}
+
+/* --- item: the program's signal behaviour is its own ---------------------- */
+
+Test(aio_guard, sent_sigbus_and_sigsegv_stay_ignored) {
+    signal(SIGBUS, SIG_IGN);
+    signal(SIGSEGV, SIG_IGN);
+    install_guard();
+    errno = 1234;
+    cr_assert_eq(kill(getpid(), SIGBUS), 0);
+    cr_assert_eq(kill(getpid(), SIGSEGV), 0);
+    cr_assert_eq(pthread_kill(pthread_self(), SIGBUS), 0);
+    cr_assert_eq(errno, 1234, "errno changed by the guard: %d", errno);
+}
+
+/* SIG_DFL and SIG_IGN are handler values whatever SA_SIGINFO says. */
+Test(aio_guard, sig_ign_set_with_sa_siginfo_stays_ignored) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGBUS, &sa, NULL);
+    install_guard();
+    cr_assert_eq(kill(getpid(), SIGBUS), 0);
+}
+
+/* The kernel forces the default action on a fault of an ignored signal. */
+Test(aio_guard, real_fault_under_sig_ign_ends_the_process_as_without_the_shim) {
+    for (int sig = SIGBUS; sig; sig = sig == SIGBUS ? SIGSEGV : 0) {
+        char *bad = sig == SIGBUS ? sigbus_page() : gone_page();
+        pid_t pid = fork();
+        if (pid == 0) {
+            signal(sig, SIG_IGN);
+            install_guard();
+            *(volatile char *)bad = 1;
+            _exit(0);
+        }
+        cr_assert_eq(ended(pid), sig, "signal %d: the child ended by %d", sig, ended(pid));
+    }
+}
+
+static volatile sig_atomic_t calls;
+static void count(int sig) {
+    (void)sig;
+    calls++;
+}
+
+/* One-shot: the disposition is SIG_DFL once the handler has run. */
+Test(aio_guard, one_shot_handler_runs_once_then_the_default_action) {
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = count;
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(SIGSEGV, &sa, NULL);
+        install_guard();
+        raise(SIGSEGV);
+        char n = (char)calls;
+        if (write(p[1], &n, 1) != 1) _exit(3);
+        raise(SIGSEGV); /* the default action now: the child ends here */
+        n = (char)calls;
+        if (write(p[1], &n, 1) != 1) _exit(3);
+        _exit(0);
+    }
+    close(p[1]);
+    char n[2];
+    cr_assert_eq(read(p[0], n, 2), 1, "the second signal did not end the child");
+    cr_assert_eq(n[0], 1);
+    cr_assert_eq(ended(pid), SIGSEGV);
+}
+
+static sigset_t seen_mask;
+static int seen_code;
+static void record_plain(int sig) {
+    (void)sig;
+    pthread_sigmask(SIG_BLOCK, NULL, &seen_mask);
+    calls++;
+    errno = 77;
+}
+static void record_info(int sig, siginfo_t *info, void *uc) {
+    (void)sig, (void)uc;
+    pthread_sigmask(SIG_BLOCK, NULL, &seen_mask);
+    seen_code = info->si_code;
+    calls++;
+}
+
+Test(aio_guard, chained_handler_runs_with_its_own_mask_flags_and_errno) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = record_plain;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGUSR1);
+    sigaction(SIGSEGV, &sa, NULL);
+    sa.sa_sigaction = record_info;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGUSR2);
+    sigaction(SIGBUS, &sa, NULL);
+    install_guard();
+
+    errno = 5;
+    raise(SIGSEGV);
+    cr_assert_eq(calls, 1);
+    cr_assert(sigismember(&seen_mask, SIGUSR1), "its sa_mask was not blocked");
+    cr_assert(sigismember(&seen_mask, SIGSEGV), "the signal was not blocked (no SA_NODEFER)");
+    cr_assert_eq(errno, 77, "errno is not what the handler left");
+
+    raise(SIGBUS);
+    cr_assert_eq(calls, 2);
+    cr_assert_eq(seen_code, SI_TKILL, "not called with its siginfo");
+    cr_assert(sigismember(&seen_mask, SIGUSR2));
+    cr_assert(!sigismember(&seen_mask, SIGBUS), "blocked despite SA_NODEFER");
+
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    cr_assert(!sigismember(&now, SIGUSR1) && !sigismember(&now, SIGUSR2) &&
+                  !sigismember(&now, SIGSEGV) && !sigismember(&now, SIGBUS),
+              "the mask was not restored");
+}
+
+static char *repair_page;
+static void *seen_addr;
+static void repair(int sig, siginfo_t *info, void *uc) {
+    (void)sig, (void)uc;
+    seen_addr = info->si_addr;
+    mprotect(repair_page, 4096, PROT_READ | PROT_WRITE);
+}
+
+Test(aio_guard, real_fault_reaches_a_handler_that_repairs_it) {
+    repair_page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(repair_page != MAP_FAILED);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = repair;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, NULL);
+    install_guard();
+    *(volatile char *)(repair_page + 10) = 5;
+    cr_assert_eq(repair_page[10], 5);
+    cr_assert_eq(seen_addr, repair_page + 10);
+}
+
+struct kicker {
+    pthread_t target;
+    int wfd;
+};
+static void *kick(void *arg) {
+    struct kicker *k = arg;
+    usleep(100 * 1000);
+    pthread_kill(k->target, SIGBUS);
+    usleep(600 * 1000);
+    if (write(k->wfd, "x", 1) != 1) return NULL;
+    return NULL;
+}
+
+/* A handler installed without SA_RESTART: a sent signal makes a blocking
+ * read fail with EINTR, as without the shim (not restarted). */
+Test(aio_guard, sent_signal_interrupts_a_system_call_as_the_program_asked) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = count;
+    sigaction(SIGBUS, &sa, NULL);
+    install_guard();
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    struct kicker k = {pthread_self(), p[1]};
+    pthread_t t;
+    pthread_create(&t, NULL, kick, &k);
+    char c;
+    ssize_t n = read(p[0], &c, 1);
+    int e = errno;
+    pthread_join(t, NULL);
+    cr_assert_eq(calls, 1);
+    cr_assert(n == -1 && e == EINTR, "read: %zd (%s): restarted", n, strerror(e));
+}
+
+/* --- item: a thread that blocks SIGSEGV or SIGBUS ------------------------- */
+
+/* Misaligned for O_DIRECT (see test_aio.c), so the read is bounced. */
+static char *misaligned(size_t n) {
+    return plain_alloc(n + 1) + 1;
+}
+
+static long kernel_submit(io_context_t ctx, long nr, struct iocb **l) {
+    long r = syscall(SYS_io_submit, ctx, nr, l);
+    return r < 0 ? -errno : r;
+}
+
+Test(aio_guard, unmapped_pointers_with_sigsegv_blocked_give_efault_not_death) {
+    int fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
+    io_context_t ctx = new_ctx(8);
+    char *buf = misaligned(1 << 20);
+    char *gone = gone_page();
+    install_guard();
+    block_all();
+    /* An iocb pointer, the array itself, an iovec array: all plausible. */
+    struct iocb *lgone[1] = {(struct iocb *)gone};
+    cr_assert_eq(io_submit(ctx, 1, lgone), -EFAULT);
+    cr_assert_eq(io_submit(ctx, 1, (struct iocb **)gone), -EFAULT);
+    struct iocb cb;
+    io_prep_preadv(&cb, fd, (struct iovec *)gone, 2, 0);
+    struct iocb *l[1] = {&cb};
+    cr_assert_eq(io_submit(ctx, 1, l), kernel_submit(ctx, 1, l));
+    /* A good bounced read then a bad pointer: the first is submitted, and
+     * its data comes back through checked copies. */
+    io_prep_pread(&cb, fd, buf, 1 << 20, 8192);
+    cb.data = &cb;
+    struct iocb *l2[2] = {&cb, (struct iocb *)gone};
+    cr_assert_eq(io_submit(ctx, 2, l2), 1);
+    struct io_event ev;
+    cr_assert_eq(io_getevents(ctx, 1, 1, &ev, NULL), 1);
+    cr_assert_eq((long)ev.res, 1 << 20);
+    cr_assert_eq(ev.obj, &cb);
+    check_pattern(buf, 8192, 1 << 20);
+    cr_assert_eq(stat_of("aio_bounced"), 1);
+}
+
+Test(aio_guard, bounced_vectored_write_with_only_sigbus_blocked) {
+    const char *path = make_file(disk, FILE_SIZE);
+    int fd = open_direct(path, O_RDWR);
+    io_context_t ctx = new_ctx(8);
+    install_guard();
+    sigset_t bus;
+    sigemptyset(&bus);
+    sigaddset(&bus, SIGBUS);
+    pthread_sigmask(SIG_BLOCK, &bus, NULL);
+    char *a = misaligned(8192), *b = misaligned(8192);
+    memset(a, 'a', 4096);
+    memset(b, 'b', 4096);
+    struct iovec v[2] = {{a, 4096}, {b, 4096}};
+    struct iocb cb;
+    io_prep_pwritev(&cb, fd, v, 2, 65536);
+    cr_assert_eq(run_one(ctx, &cb), 8192);
+    cr_assert_eq(stat_of("aio_bounced"), 1);
+    char *back = pinned_alloc(8192);
+    io_prep_pread(&cb, fd, back, 8192, 65536);
+    cr_assert_eq(run_one(ctx, &cb), 8192);
+    cr_assert(back[0] == 'a' && back[4095] == 'a' && back[4096] == 'b' && back[8191] == 'b');
+}
+
+Test(aio_guard, read_into_a_buffer_unmapped_before_completion_with_sigsegv_blocked) {
+    int fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
+    io_context_t ctx = new_ctx(8);
+    char *map = plain_alloc(1 << 20);
+    struct iocb cb;
+    io_prep_pread(&cb, fd, map + 1, 65536, 0);
+    struct iocb *l[1] = {&cb};
+    cr_assert_eq(io_submit(ctx, 1, l), 1);
+    cr_assert_eq(stat_of("aio_bounced"), 1);
+    munmap(map, (1 << 20) + 8192);
+    block_all();
+    struct io_event ev;
+    cr_assert_eq(io_getevents(ctx, 1, 1, &ev, NULL), 1);
+    cr_assert_eq((long)ev.res, -EFAULT);
+    cr_assert_eq(ev.obj, &cb);
+}
+
+/* Unblocking SIGSEGV around the reads would deliver this one early. */
+Test(aio_guard, pending_sigsegv_is_not_delivered_while_blocked) {
+    int fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
+    io_context_t ctx = new_ctx(8);
+    signal(SIGSEGV, count);
+    install_guard();
+    block_all();
+    raise(SIGSEGV);
+    char *buf = misaligned(65536);
+    struct iocb cb;
+    io_prep_pread(&cb, fd, buf, 65536, 512);
+    cr_assert_eq(run_one(ctx, &cb), 65536);
+    struct iocb *lgone[1] = {(struct iocb *)gone_page()};
+    cr_assert_eq(io_submit(ctx, 1, lgone), -EFAULT);
+    cr_assert_eq(calls, 0, "a blocked SIGSEGV was delivered");
+    sigset_t pend;
+    sigpending(&pend);
+    cr_assert(sigismember(&pend, SIGSEGV));
+    sigset_t segv;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+    pthread_sigmask(SIG_UNBLOCK, &segv, NULL);
+    cr_assert_eq(calls, 1);
+}
+
+/* A seccomp filter that refuses process_vm_readv (EPERM), as some container
+ * profiles do; installed before the guard, which then finds it refused. */
+static void refuse_process_vm_readv(void) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof *f, f};
+    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0, "seccomp: %s",
+                 strerror(errno));
+}
+
+Test(aio_guard, refused_process_vm_readv_passes_blocked_threads_io_through) {
+    int fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
+    io_context_t ctx = new_ctx(8);
+    refuse_process_vm_readv();
+    install_guard();
+    block_all();
+    struct iocb *lgone[1] = {(struct iocb *)gone_page()};
+    cr_assert_eq(io_submit(ctx, 1, lgone), -EFAULT);
+    /* Unexamined: the kernel's own answer to a misaligned O_DIRECT read. */
+    struct iocb cb;
+    io_prep_pread(&cb, fd, misaligned(65536), 65536, 0);
+    cr_assert_eq(run_one(ctx, &cb), -EINVAL);
+    cr_assert_eq(stat_of("aio_bounced"), 0);
+}
+
+/* --- item: the kernel's order of checks ----------------------------------- */
+
+static void bad_context_checks(void) {
+    int fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
+    io_context_t good = new_ctx(8);
+    io_context_t stale = new_ctx(8);
+    cr_assert_eq(io_destroy(stale), 0);
+    io_context_t bogus = (io_context_t)(uintptr_t)0x12345000;
+    struct iocb cb;
+    io_prep_pread(&cb, fd, misaligned(4096), 4096, 0);
+    struct iocb *lgood[1] = {&cb}, *lnull[1] = {NULL};
+    io_context_t bad[2] = {stale, bogus};
+    for (int i = 0; i < 2; i++) {
+        /* The context is looked up before any iocb is read. */
+        cr_assert_eq(io_submit(bad[i], 1, NULL), -EINVAL);
+        cr_assert_eq(kernel_submit(bad[i], 1, NULL), -EINVAL);
+        cr_assert_eq(io_submit(bad[i], 1, lnull), -EINVAL);
+        cr_assert_eq(io_submit(bad[i], 1, (struct iocb **)gone_page()), -EINVAL);
+        cr_assert_eq(io_submit(bad[i], 1, lgood), -EINVAL);
+        cr_assert_eq(io_submit(bad[i], 0, NULL), -EINVAL);
+        cr_assert_eq(io_submit(bad[i], -1, NULL), -EINVAL);
+    }
+    cr_assert_eq(io_submit(good, -1, NULL), -EINVAL);
+    cr_assert_eq(io_submit(good, 0, NULL), 0);
+    cr_assert_eq(io_submit(good, 1, NULL), -EFAULT);
+    cr_assert_eq(stat_of("aio_bounced"), 0);
+}
+
+Test(aio_guard, bad_context_gives_einval_before_the_iocbs_are_read) {
+    bad_context_checks();
+}
+
+Test(aio_guard, bad_context_gives_einval_with_sigsegv_blocked) {
+    install_guard();
+    block_all();
+    bad_context_checks();
+}
