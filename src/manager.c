@@ -180,6 +180,18 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
             lock = 0;
         }
     }
+    if (DSP_PIN_IS_STUCK(rc)) {
+        /* Its pages could not be given back (logged): they stay counted
+         * where they were reserved, and the span LIVE in no index and not in
+         * the registry, so it is never reused (as an unregister the driver
+         * refused, cuda_pool.c). */
+        s->counted = 1;
+        s->locked = lock != 0;
+        dsp_stat_add(DSP_ST_pin_stuck_bytes, pin);
+        dsp_mgr_unlock();
+        dsp_stat_add(DSP_ST_pin_failures, 1);
+        return fail(ENOMEM);
+    }
     if (rc < 0) {
         dsp_budget_release(pin, lock);
         dsp_arena_vacate(s);
