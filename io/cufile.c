@@ -62,9 +62,12 @@ static DSP_TLS int inside;
 static _Atomic size_t register_max; /* DSP_CUFILE_REGISTER_MAX, set at resolution */
 static int missing_logged, register_logged, reopen_logged, einval_logged, table_logged, app_logged;
 
-/* One lock for the layer's tables. Held across the real registration calls
- * (rare, and two threads must not register one allocation twice), never
- * across a real read or write: those hold a use count instead. */
+/* One lock for the layer's tables, never held across a call into libcufile
+ * (docs/design.md, "Locks"): a library that calls back into the shim from
+ * another thread and joins it would deadlock (regression:
+ * cufile_calls_back_from_another_thread). A registration being made or
+ * released is an entry marked pending or dying meanwhile, which no other
+ * thread uses or registers over; reads and writes hold a use count. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
 
@@ -92,10 +95,14 @@ struct entry {
     uint64_t used;         /* LRU clock */
     int inflight;          /* real reads and writes using the registration now */
     int dying, failed;
+    int pending;       /* the shim's cuFileBufRegister of it is in progress, outside mu */
+    uint64_t close_at; /* close_gen when that registration started */
 };
 static struct entry entries[NENTRIES];
-static size_t registered_bytes;
+static size_t registered_bytes; /* pending registrations included: they hold their room */
 static uint64_t lru_clock;
+static int closing;        /* cuFileDriverClose calls in progress: no new registration */
+static uint64_t close_gen; /* successful closes so far */
 
 /* Ranges the application registered itself (exact bases, as cuFile wants). */
 #define NAPP 1024
@@ -124,6 +131,7 @@ static void fork_child(void) {
     handles_used = 0;
     for (int i = 0; i < NENTRIES; i++) entries[i] = (struct entry){0};
     registered_bytes = 0;
+    closing = 0;
     napp = 0;
     if (atomic_load(&mode) == 1) atomic_store(&mode, 2);
 }
@@ -232,12 +240,18 @@ static int app_overlap(uintptr_t base, size_t len) {
     return 0;
 }
 
-/* Under mu: waits until no call uses the registration, then releases it. */
+/* Under mu, which it drops around the real cuFileBufDeregister: waits until
+ * no call uses the registration, then releases it. The entry stays, dying,
+ * until the library has answered; the table may have changed meanwhile, so
+ * the caller looks at it again. */
 static void entry_drop(struct entry *e) {
     e->dying = 1;
     while (e->inflight) pthread_cond_wait(&idle, &mu);
     if (!e->failed) {
-        CUfileError_t rc = CALL(BufDeregister, (const void *)e->base);
+        uintptr_t base = e->base;
+        pthread_mutex_unlock(&mu);
+        CUfileError_t rc = CALL(BufDeregister, (const void *)base);
+        pthread_mutex_lock(&mu);
         if (rc.err != CU_FILE_SUCCESS)
             dsp_debug("cuFileBufDeregister of a registration of the shim's: error %d", rc.err);
         registered_bytes -= e->len;
@@ -251,7 +265,7 @@ static struct entry *lru_victim(void) {
     struct entry *v = NULL;
     for (int i = 0; i < NENTRIES; i++) {
         struct entry *e = &entries[i];
-        if (e->base && !e->dying && !e->inflight && (!v || e->used < v->used)) v = e;
+        if (e->base && !e->dying && !e->pending && !e->inflight && (!v || e->used < v->used)) v = e;
     }
     return v;
 }
@@ -295,14 +309,14 @@ static struct entry *device_acquire(uintptr_t p, size_t size) {
     pthread_mutex_lock(&mu);
     struct entry *got = NULL;
 again:
-    if (app_overflow || app_overlap(d.start, d.len)) goto out; /* the application's own */
+    /* The application's own, or a close under way: nothing registered now. */
+    if (closing || app_overflow || app_overlap(d.start, d.len)) goto out;
     for (int i = 0; i < NENTRIES; i++) {
         struct entry *e = &entries[i];
         if (!e->base || !overlaps(e->base, e->len ? e->len : 1, d.start, d.len)) continue;
-        if (e->dying) { /* being released by another thread: wait, then look again */
-            pthread_cond_wait(&idle, &mu);
-            goto again;
-        }
+        /* Being registered or released by another thread, which is inside
+         * the library: this call passes through rather than wait on it. */
+        if (e->dying || e->pending) goto out;
         if (e->base == d.start && e->id == d.id && (e->len == d.len || e->failed)) {
             if (e->failed) goto out;
             got = e;
@@ -313,12 +327,14 @@ again:
         entry_drop(e);
         goto again;
     }
-    /* Room: the least recently used idle registrations go first. */
+    /* Room: the least recently used idle registrations go first (each drop
+     * lets others in, so the table is read again after it). */
     struct entry *slot = NULL;
-    while (registered_bytes + d.len > max) {
+    if (registered_bytes + d.len > max) {
         struct entry *v = lru_victim();
         if (!v) goto out; /* everything is in use: this call passes through */
         entry_drop(v);
+        goto again;
     }
     for (int i = 0; i < NENTRIES && !slot; i++)
         if (!entries[i].base) slot = &entries[i];
@@ -326,24 +342,41 @@ again:
         struct entry *v = lru_victim();
         if (!v) goto out;
         entry_drop(v);
-        slot = v;
+        goto again;
     }
+    *slot = (struct entry){.base = d.start,
+                           .len = d.len,
+                           .id = d.id,
+                           .used = ++lru_clock,
+                           .pending = 1,
+                           .close_at = close_gen};
+    registered_bytes += d.len;
+    pthread_mutex_unlock(&mu);
     CUfileError_t rc = CALL(BufRegister, (const void *)d.start, d.len, 0);
-    *slot = (struct entry){d.start, d.len, d.id, ++lru_clock, 0, 0, rc.err != CU_FILE_SUCCESS};
+    pthread_mutex_lock(&mu);
+    slot->pending = 0;
+    pthread_cond_broadcast(&idle); /* for an application registration waiting on it */
+    if (rc.err != CU_FILE_SUCCESS) registered_bytes -= d.len;
     if (rc.err == CU_FILE_DRIVER_NOT_INITIALIZED || rc.err == CU_FILE_DRIVER_CLOSING) {
         /* Not the allocation's fault: try again at the next call. */
-        slot->base = 0;
+        *slot = (struct entry){0};
         goto out;
     }
     if (rc.err != CU_FILE_SUCCESS) {
         slot->len = 0;
+        slot->failed = 1;
         dsp_log_once(&register_logged, DSP_LOG_WARN,
                      "cuFileBufRegister of a device allocation of %zu bytes failed (error %d, "
                      "CUDA %d); calls into it go to cuFile unchanged",
                      d.len, rc.err, rc.cu_err);
         goto out;
     }
-    registered_bytes += d.len;
+    if (slot->close_at != close_gen) {
+        /* The driver was closed meanwhile: whether that ended this
+         * registration is not known, so it is released, not kept. */
+        entry_drop(slot);
+        goto out;
+    }
     dsp_stat_add(DSP_ST_cufile_autoregistered, 1);
     got = slot;
 use:
@@ -576,9 +609,11 @@ DSP_API CUfileError_t cuFileDriverOpen(void) {
 }
 
 /* Closing the driver ends every registration and handle: the shim releases its
- * own registrations first (the library may deregister what it still knows
- * through its own exports, which come back here while `mu` is held: hence the
- * re-entry guard), and forgets the application's. */
+ * own registrations first, and forgets the application's. No lock is held
+ * across the real close (the library deregisters what it still knows through
+ * its own exports, which the re-entry guard passes through); `closing` keeps
+ * new registrations of the shim's from starting meanwhile, and one that
+ * started before is released when it ends (close_gen). */
 static CUfileError_t driver_close(int v2) {
     int on = serving();
     if (!(v2 ? HAVE(DriverClose_v2, "cuFileDriverClose_v2")
@@ -586,19 +621,31 @@ static CUfileError_t driver_close(int v2) {
         return NOT_INIT;
     if (!on) return v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
     pthread_mutex_lock(&mu);
+    closing++;
+again:
     for (int i = 0; i < NENTRIES; i++)
-        if (entries[i].base && !entries[i].dying) entry_drop(&entries[i]);
+        if (entries[i].base && !entries[i].dying && !entries[i].pending) {
+            entry_drop(&entries[i]);
+            goto again;
+        }
+    pthread_mutex_unlock(&mu);
     CUfileError_t rc = v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
-    if (rc.err == CU_FILE_SUCCESS && hooked_opens > 0) hooked_opens--;
     /* cuFile counts opens: handles and the application's registrations end
      * only with the last close (review: one user's close made another's
      * pinned reads staged again). */
-    long still_open = hooked_opens;
+    long still_open = -1;
     if (real_use_count) {
         inside++;
         still_open = real_use_count();
         inside--;
     }
+    pthread_mutex_lock(&mu);
+    closing--;
+    if (rc.err == CU_FILE_SUCCESS) {
+        close_gen++;
+        if (hooked_opens > 0) hooked_opens--;
+    }
+    if (!real_use_count) still_open = hooked_opens;
     if (rc.err == CU_FILE_SUCCESS && still_open <= 0) {
         for (int i = 0; i < NHANDLES; i++)
             if (handles[i].h && !handles[i].dying) handle_drop(&handles[i]);
@@ -655,9 +702,22 @@ DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
     inside--;
 }
 
+/* Removes one record of the application's registration at base (under mu). */
+static void app_forget(uintptr_t base) {
+    for (int i = 0; i < napp; i++)
+        if (app[i].base == base) {
+            app[i] = app[--napp];
+            return;
+        }
+}
+
 /* The application registers a buffer: any registration of the shim's that
  * overlaps it is released first, so the application gets exactly the answer it
- * would get without the shim, and owns the registration from then on. */
+ * would get without the shim, and owns the registration from then on. The
+ * range is recorded as the application's before the real call (made without
+ * mu), so the shim registers nothing over it meanwhile; forgotten again if the
+ * call fails. A full table sets app_overflow for good, even if the call then
+ * fails: the shim registers nothing more, which is never wrong. */
 DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags) {
     /* serving() first: it resolves the real functions, and this may be the
      * process's first cuFile call (recent libcufile opens the driver itself). */
@@ -665,37 +725,45 @@ DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags)
     if (!HAVE(BufRegister, "cuFileBufRegister")) return NOT_INIT;
     if (!on || !base || !len) return CALL(BufRegister, base, len, flags);
     pthread_mutex_lock(&mu);
+    int recorded = napp < NAPP;
+    if (recorded) {
+        app[napp].base = (uintptr_t)base;
+        app[napp].len = len;
+        napp++;
+    } else if (!app_overflow) {
+        app_overflow = 1; /* unknown registrations: register nothing more */
+        dsp_log_once(&app_logged, DSP_LOG_WARN,
+                     "more than %d buffers registered by the application: the shim "
+                     "registers no more device memory of its own",
+                     NAPP);
+    }
 again:
     for (int i = 0; i < NENTRIES; i++) {
         struct entry *e = &entries[i];
         if (!e->base || !overlaps(e->base, e->len ? e->len : 1, (uintptr_t)base, len)) continue;
-        if (e->dying) {
+        /* Being registered or released by another thread: the application's
+         * call must come after it, as it would without the shim. */
+        if (e->dying || e->pending)
             pthread_cond_wait(&idle, &mu);
-            goto again;
-        }
-        entry_drop(e);
-    }
-    CUfileError_t rc = CALL(BufRegister, base, len, flags);
-    if (rc.err == CU_FILE_SUCCESS) {
-        if (napp < NAPP) {
-            app[napp].base = (uintptr_t)base;
-            app[napp].len = len;
-            napp++;
-        } else {
-            app_overflow = 1; /* unknown registrations: register nothing more */
-            dsp_log_once(&app_logged, DSP_LOG_WARN,
-                         "more than %d buffers registered by the application: the shim "
-                         "registers no more device memory of its own",
-                         NAPP);
-        }
+        else
+            entry_drop(e);
+        goto again;
     }
     pthread_mutex_unlock(&mu);
+    CUfileError_t rc = CALL(BufRegister, base, len, flags);
+    if (rc.err != CU_FILE_SUCCESS && recorded) {
+        pthread_mutex_lock(&mu);
+        app_forget((uintptr_t)base);
+        pthread_mutex_unlock(&mu);
+    }
     return rc;
 }
 
 /* Deregistering: the application's own registrations go to the library; a base
  * only the shim registered gets the answer the application would get without
- * the shim (not registered), and the shim's registration stays. */
+ * the shim (not registered), and the shim's registration stays. The record of
+ * the application's stays until the library has answered (no lock held across
+ * the call), so the shim registers nothing over it meanwhile. */
 DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
     int on = serving(); /* resolves: this may be the first cuFile call */
     if (!HAVE(BufDeregister, "cuFileBufDeregister")) return NOT_INIT;
@@ -711,8 +779,12 @@ DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
                 return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
             }
     }
-    CUfileError_t rc = CALL(BufDeregister, base);
-    if (rc.err == CU_FILE_SUCCESS && a >= 0) app[a] = app[--napp];
     pthread_mutex_unlock(&mu);
+    CUfileError_t rc = CALL(BufDeregister, base);
+    if (rc.err == CU_FILE_SUCCESS && a >= 0) {
+        pthread_mutex_lock(&mu);
+        app_forget((uintptr_t)base);
+        pthread_mutex_unlock(&mu);
+    }
     return rc;
 }

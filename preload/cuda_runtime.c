@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 /* Our own user bit: the block was served by cudaHostAlloc/cudaMallocHost (as
  * opposed to dsp_alloc or malloc hints), so cudaFreeHost and cudaHostGetFlags
@@ -52,10 +53,18 @@ static struct {
 static _Atomic int mode;
 static int missing_logged, register_logged, nodriver_logged, unregister_logged, sync_logged;
 
-/* Serialises registering a block on demand (two threads asking about slices
- * of one new block must not both register it: the second would get 712). */
-/* Taken with dsp_lock (reentry.h), as every lock of ours. */
+/* Registering a block on demand: the driver is called with no lock of ours
+ * held (docs/design.md, "Locks"). ondemand_mu guards only `pending`, the
+ * blocks whose registration some thread has in progress: another thread
+ * asking about the same block waits for that outcome (two registrations of
+ * one block: the second would get 712), one asking about another block goes
+ * ahead (regression: cuda_register_calls_back, where a driver that called
+ * back into the shim from another thread and joined it deadlocked).
+ * Taken with dsp_lock (reentry.h), as every lock of ours. */
+#define NPENDING 64
 static pthread_mutex_t ondemand_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ondemand_done = PTHREAD_COND_INITIALIZER;
+static uintptr_t pending[NPENDING];
 
 static void fork_prepare(void) {
     dsp_lock(&ondemand_mu);
@@ -65,7 +74,10 @@ static void fork_parent(void) {
 }
 static void fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
     ondemand_mu = fresh;
+    ondemand_done = fresh_cond;
+    memset(pending, 0, sizeof pending); /* their threads are not in the child */
     dsp_lock_forget();
     /* CUDA does not survive fork: a child of a process that served blocks
      * passes CUDA calls through rather than pin blocks the driver refuses. */
@@ -205,6 +217,8 @@ static size_t layer_trim(void) {
     return serving() ? evict(1) : 0;
 }
 
+static int register_on_demand(const void *p, struct dsp_block *b);
+
 /* 0 and *p set when served, else -1 (the caller falls back). */
 static int serve(void **p, size_t size, unsigned flags) {
     struct dsp_block b;
@@ -279,20 +293,14 @@ DSP_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
     if (serving() && ptr && size &&
         !(flags & (cudaHostRegisterIoMemory | cudaHostRegisterReadOnly)) &&
         dsp_block_find(ptr, &b)) {
-        if (!(b.flags & DSP_BLOCKF_REG)) {
-            dsp_lock(&ondemand_mu);
-            int ok = dsp_block_find(ptr, &b) &&
-                     ((b.flags & DSP_BLOCKF_REG) ||
-                      register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER) == cudaSuccess);
-            dsp_unlock(&ondemand_mu);
-            if (!ok) goto real_call; /* the driver answers as it would have */
-        }
+        if (!(b.flags & DSP_BLOCKF_REG) && !register_on_demand(ptr, &b))
+            goto real_call; /* the driver answers as it would have */
         /* Inside the block, not overlapping an earlier sub-registration:
          * success without the driver. Anything else (running past the block,
          * overlapping): the driver's own answer, 712 with its last error, since
          * it sees these pages registered. */
         if ((uintptr_t)ptr + size <= b.base + b.len && (uintptr_t)ptr + size > (uintptr_t)ptr &&
-            dsp_vreg_add(ptr, size) == 0) {
+            dsp_vreg_add(ptr, size, 0) == 0) {
             dsp_stat_add(DSP_ST_cuda_register_inside_block, 1);
             return cudaSuccess;
         }
@@ -300,7 +308,12 @@ DSP_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
     }
 real_call:;
     cudaError_t rc = CALL_REAL(HostRegister, "cudaHostRegister", ptr, size, flags);
-    if (rc == cudaSuccess && ptr && size) {
+    if (rc == cudaSuccess && ptr && size && dsp_in_arena(ptr)) {
+        /* The driver took a registration of the program's inside the arena:
+         * kept, so that its unregister reaches the driver too (nothing else
+         * there does). Not a registry range: the arena's are blocks. */
+        if (atomic_load_explicit(&mode, memory_order_relaxed) == 1) dsp_vreg_add(ptr, size, 1);
+    } else if (rc == cudaSuccess && ptr && size) {
         /* The driver pins whole pages: so does the registry entry. */
         uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
         uintptr_t hi = dsp_align_up_ptr((uintptr_t)ptr + size, DSP_PAGE);
@@ -311,16 +324,19 @@ real_call:;
 }
 
 DSP_API cudaError_t cudaHostUnregister(void *ptr) {
-    struct dsp_block b;
     if (serving() && ptr) {
-        if (dsp_vreg_remove(ptr)) return cudaSuccess;
-        /* The base of a registered manager block: that registration is ours,
-         * never the caller's, so the answer is the one for cudaHostAlloc
-         * memory; passing it on would unregister the block under its owner.
-         * Other pointers (interior, or a block not registered by us) get the
-         * driver's answer. */
-        if (dsp_block_find(ptr, &b) && (b.flags & DSP_BLOCKF_REG) && (uintptr_t)ptr == b.base)
-            return cudaErrorHostMemoryNotRegistered;
+        int own = dsp_vreg_remove(ptr);
+        if (own == DSP_VREG_SHIM) return cudaSuccess;
+        /* In the arena, the program's only registrations are the ones recorded
+         * there: the shim's answers, and those the driver took. Any other
+         * pointer there (a block's base, an interior pointer, a freed block
+         * whose span sits registered in the pool) is memory the driver knows
+         * only through the shim's own registrations: passing it on could undo
+         * one under the block's owner, or under the span's next owner
+         * (regression: cuda_stale_unregister). The driver's answer for memory
+         * the caller never registered is 713, so the shim gives it, without
+         * the runtime's last error. */
+        if (own != DSP_VREG_DRIVER && dsp_in_arena(ptr)) return cudaErrorHostMemoryNotRegistered;
     }
     cudaError_t rc = CALL_REAL(HostUnregister, "cudaHostUnregister", ptr);
     struct dsp_range r;
@@ -344,23 +360,55 @@ DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
 /* A block pinned by another layer (dsp_alloc, malloc hints) is registered with
  * the driver at the application's first CUDA question about it, never earlier:
  * not from the malloc path, not in a forked child (inherited blocks are not
- * found there, and the child passes through), not from a constructor. */
-static void register_on_demand(const void *p) {
-    struct dsp_block b;
-    if (!serving() || !dsp_block_find(p, &b) || (b.flags & DSP_BLOCKF_REG)) return;
+ * found there, and the child passes through), not from a constructor.
+ * 1 when the block holding p is registered (now, or before), *b filled; 0
+ * when it is not (no block, the driver refused, or too many registrations in
+ * progress on other threads: the caller then gets the driver's own answer). */
+static int register_on_demand(const void *p, struct dsp_block *b) {
+    if (!serving() || !dsp_block_find(p, b)) return 0;
+    if (b->flags & DSP_BLOCKF_REG) return 1;
+    int slot;
     dsp_lock(&ondemand_mu);
-    if (dsp_block_find(p, &b) && !(b.flags & DSP_BLOCKF_REG))
-        register_block(b.base, b.len, b.flags & DSP_BLOCKF_USER);
+    for (;;) {
+        int found = dsp_block_find(p, b);
+        if (!found || (b->flags & DSP_BLOCKF_REG)) {
+            dsp_unlock(&ondemand_mu);
+            return found;
+        }
+        int busy = 0;
+        slot = -1;
+        for (int i = 0; i < NPENDING; i++) {
+            if (pending[i] == b->base) busy = 1;
+            if (!pending[i] && slot < 0) slot = i;
+        }
+        if (!busy) break;
+        /* Another thread registers this very block: its outcome is ours. */
+        pthread_cond_wait(&ondemand_done, &ondemand_mu);
+    }
+    if (slot < 0) {
+        dsp_unlock(&ondemand_mu);
+        return 0;
+    }
+    pending[slot] = b->base;
     dsp_unlock(&ondemand_mu);
+    int ok = register_block(b->base, b->len, b->flags & DSP_BLOCKF_USER) == cudaSuccess;
+    dsp_lock(&ondemand_mu);
+    pending[slot] = 0;
+    pthread_cond_broadcast(&ondemand_done);
+    dsp_unlock(&ondemand_mu);
+    if (ok) b->flags |= DSP_BLOCKF_REG;
+    return ok;
 }
 
 DSP_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
-    register_on_demand(pHost); /* resolves */
+    struct dsp_block b;
+    register_on_demand(pHost, &b); /* resolves */
     return CALL_REAL(HostGetDevicePointer, "cudaHostGetDevicePointer", pDevice, pHost, flags);
 }
 
 DSP_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                              const void *ptr) {
-    register_on_demand(ptr);
+    struct dsp_block b;
+    register_on_demand(ptr, &b);
     return CALL_REAL(PointerGetAttributes, "cudaPointerGetAttributes", attributes, ptr);
 }

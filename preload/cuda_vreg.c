@@ -14,6 +14,7 @@
 struct vreg {
     uintptr_t lo, hi; /* pages [lo, hi) */
     const void *ptr;  /* what the caller passed, for unregister */
+    int driver;       /* the driver holds it (dsp_vreg_add) */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -62,7 +63,7 @@ static int grow(void) {
     return 0;
 }
 
-int dsp_vreg_add(const void *ptr, size_t size) {
+int dsp_vreg_add(const void *ptr, size_t size, int driver) {
     uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
     uintptr_t hi = dsp_align_up_ptr((uintptr_t)ptr + size, DSP_PAGE);
     dsp_lock(&mu);
@@ -74,7 +75,7 @@ int dsp_vreg_add(const void *ptr, size_t size) {
         rc = 2;
     } else {
         memmove(v + i + 1, v + i, (n - i) * sizeof *v);
-        v[i] = (struct vreg){lo, hi, ptr};
+        v[i] = (struct vreg){lo, hi, ptr, driver};
         n++;
     }
     dsp_unlock(&mu);
@@ -85,7 +86,7 @@ int dsp_vreg_remove(const void *ptr) {
     uintptr_t lo = (uintptr_t)ptr & ~(uintptr_t)(DSP_PAGE - 1);
     dsp_lock(&mu);
     size_t i = first_not_below(lo);
-    int found = i < n && v[i].ptr == ptr;
+    int found = i < n && v[i].ptr == ptr ? (v[i].driver ? DSP_VREG_DRIVER : DSP_VREG_SHIM) : 0;
     if (found) {
         memmove(v + i, v + i + 1, (n - i - 1) * sizeof *v);
         n--;

@@ -1,6 +1,9 @@
-/* Registrations the shim answered itself: cudaHostRegister of a range inside a
- * manager block that is already registered with the driver. Kept so that
- * cudaHostUnregister mirrors them and overlaps fail as the driver's would. */
+/* The program's registrations inside the arena: those the shim answered itself
+ * (cudaHostRegister of a range inside a manager block that is already
+ * registered with the driver), kept so that cudaHostUnregister mirrors them
+ * and overlaps fail as the driver's would; and those the driver took (a
+ * ReadOnly registration inside a block not registered yet), kept so that
+ * cudaHostUnregister knows them from the shim's own (docs/cuda.md). */
 #ifndef DSP_CUDA_VREG_H
 #define DSP_CUDA_VREG_H
 
@@ -12,10 +15,13 @@
 void dsp_vreg_init(void);
 
 /* 0, or 712 (cudaErrorHostMemoryAlreadyRegistered) when a page of the range is
- * registered already, or 2 (cudaErrorMemoryAllocation) when out of memory. */
-int dsp_vreg_add(const void *ptr, size_t size);
+ * registered already, or 2 (cudaErrorMemoryAllocation) when out of memory.
+ * driver: the driver holds this registration (the program's own). */
+int dsp_vreg_add(const void *ptr, size_t size, int driver);
 
-/* 1 when ptr was added exactly so (and is now removed), else 0. */
+/* When ptr was added exactly so (and is now removed): DSP_VREG_SHIM, or
+ * DSP_VREG_DRIVER for one the driver holds (the caller undoes it there); else 0. */
+enum { DSP_VREG_SHIM = 1, DSP_VREG_DRIVER = 2 };
 int dsp_vreg_remove(const void *ptr);
 
 /* Forgets every registration inside [base, base+len) (its block was freed). */

@@ -278,9 +278,18 @@ static __attribute__((noinline)) void hinted_free(void *p) {
     }
     int saved = errno, was = busy;
     busy = 1;
-    struct dsp_block b;
-    if (hinted_block(p, &b) && dsp_block_free(b.base) >= 0) {
-        if (!b.inherited) dsp_stat_sub(DSP_ST_malloc_hinted_bytes, b.len);
+    struct dsp_block b, freed;
+    /* The check above is lock-free, so it may see a block that another
+     * thread frees (a racing double free) and the pool hands to another
+     * owner before this free runs: the free checks again, under the
+     * manager's lock, that the block at that base is still a hinted one
+     * handed out at p, so it never takes a cudaHostAlloc or dsp_alloc block
+     * (regression: malloc_double_free_keeps_the_next_owners_block). A hinted
+     * block handed out again at the same address is freed, as glibc frees a
+     * chunk reused since: the two frees cannot be told apart. */
+    unsigned mask = DSP_BLOCKF_MALLOC | DSP_BLOCKF_MALLOC_ALIGN;
+    if (hinted_block(p, &b) && dsp_block_free_if(b.base, mask, b.flags & mask, &freed) >= 0) {
+        if (!freed.inherited) dsp_stat_sub(DSP_ST_malloc_hinted_bytes, freed.len);
     } else {
         dsp_log_once(
             &foreign_logged, DSP_LOG_WARN,

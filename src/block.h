@@ -64,6 +64,12 @@ int dsp_block_set_registered(uintptr_t base, unsigned user);
  * dropping its state. */
 int dsp_block_free(uintptr_t base);
 
+/* As dsp_block_free, but only while the block's flags match: (flags & mask)
+ * == want, checked with the free under the manager's lock (a check made
+ * before, without it, may see a block freed and handed to another owner
+ * since). -EINVAL when they do not; *out, if given, is the block freed. */
+int dsp_block_free_if(uintptr_t base, unsigned mask, unsigned want, struct dsp_block *out);
+
 /* As dsp_block_free (same results), but gives the memory back to the kernel at once instead
  * of pooling it: for a block its layer could not use (registration failed). */
 int dsp_block_discard(uintptr_t base);

@@ -182,6 +182,18 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
             lock = 0;
         }
     }
+    if (DSP_PIN_IS_STUCK(rc)) {
+        /* Its pages could not be given back (logged): they stay counted
+         * where they were reserved, and the span LIVE in no index and not in
+         * the registry, so it is never reused (as an unregister the driver
+         * refused, cuda_pool.c). */
+        s->counted = 1;
+        s->locked = lock != 0;
+        dsp_stat_add(DSP_ST_pin_stuck_bytes, pin);
+        dsp_mgr_unlock();
+        dsp_stat_add(DSP_ST_pin_failures, 1);
+        return fail(ENOMEM);
+    }
     if (rc < 0) {
         dsp_budget_release(pin, lock);
         dsp_arena_vacate(s);
@@ -252,15 +264,20 @@ int dsp_block_set_registered(uintptr_t base, unsigned user) {
     return rc;
 }
 
-static int block_free(uintptr_t base, int discard) {
+/* mask, want: the block's flags must match (r.flags & mask) == want, checked
+ * under the lock with the free; out: the block freed. */
+static int block_free(uintptr_t base, int discard, unsigned mask, unsigned want,
+                      struct dsp_block *out) {
     if (!base || !dsp_in_arena((void *)base)) return -EINVAL;
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_range r;
     dsp_mgr_lock();
-    if (!dsp_reg_find(base, &r) || r.base != base || r.kind != DSP_RANGE_BLOCK) {
+    if (!dsp_reg_find(base, &r) || r.base != base || r.kind != DSP_RANGE_BLOCK ||
+        (r.flags & mask) != want) {
         dsp_mgr_unlock();
         return -EINVAL;
     }
+    if (out) to_block(&r, out);
     dsp_reg_remove(r.base, NULL);
     count_live(r.end - r.base, -1);
     struct dsp_span *s = r.owner;
@@ -277,11 +294,15 @@ static int block_free(uintptr_t base, int discard) {
 }
 
 int dsp_block_free(uintptr_t base) {
-    return block_free(base, 0);
+    return block_free(base, 0, 0, 0, NULL);
+}
+
+int dsp_block_free_if(uintptr_t base, unsigned mask, unsigned want, struct dsp_block *out) {
+    return block_free(base, 0, mask, want, out);
 }
 
 int dsp_block_discard(uintptr_t base) {
-    return block_free(base, 1);
+    return block_free(base, 1, 0, 0, NULL);
 }
 
 void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {

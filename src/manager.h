@@ -90,12 +90,17 @@ void dsp_arena_unlock_reserved(uintptr_t base, size_t len);
 /* pin.c: memory of a span. */
 /* Populates (and locks) a LIVE span outside the manager's lock, touching only
  * memory, never the span: returns DSP_PIN_* bits for the caller to record under
- * the lock, or -errno with the stage logged (the memory is then unmapped).
+ * the lock, or -errno with the stage logged (the memory is then unmapped), or,
+ * when even that failed, DSP_PIN_STUCK(errno): its pages may stay populated
+ * and locked, so the caller keeps the span counted and never reuses it.
  * With lock_optional a refused mlock is no error: DSP_PIN_LOCKED is clear.
  * want_huge: ask for transparent huge pages (else, with DSP_HUGEPAGES=never,
  * forbid them). */
-#define DSP_PIN_LOCKED 1
-#define DSP_PIN_HUGE   2
+#define DSP_PIN_LOCKED       1
+#define DSP_PIN_HUGE         2
+#define DSP_PIN_STUCK_BASE   (-4096)
+#define DSP_PIN_STUCK(err)   (DSP_PIN_STUCK_BASE - (err))
+#define DSP_PIN_IS_STUCK(rc) ((rc) <= DSP_PIN_STUCK_BASE)
 int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int want_huge);
 /* Unlock, free the memory, PROT_NONE again: 0, or -1 when a locked span could
  * not even be unlocked (then it is unchanged and must stay accounted). */

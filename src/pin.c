@@ -90,16 +90,34 @@ static int auto_threads(size_t len) {
 
 static int memlock_missing_logged, map_logged, populate_logged, mlock_logged;
 
-static int unlocked_logged;
+static int unlocked_logged, stuck_logged;
 
-/* Back to reserved address space, unlocking too. The span's fields are not
- * touched: this runs outside the manager's lock (regression: TSan race between
- * a populating thread and a neighbour's coalescing in
- * pool.threads_never_share_a_block). */
-static void unmap(const struct dsp_span *s) {
-    mmap((void *)s->base, s->len, PROT_NONE,
-         MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
+/* Back to reserved address space, unlocking too: 0, or -1 when the pages could
+ * not even be given back (then they stay populated and locked, and the caller
+ * keeps them counted). The span's fields are not touched: this runs outside
+ * the manager's lock (regression: TSan race between a populating thread and a
+ * neighbour's coalescing in pool.threads_never_share_a_block). */
+static int unmap(const struct dsp_span *s) {
+    void *base = (void *)s->base;
+    if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0) != MAP_FAILED) {
+        dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
+        return 0;
+    }
+    /* ENOMEM: splitting the mapping would pass vm.max_map_count. As in
+     * dsp_pin_drop: unlocked, the pages can still be dropped, and the next
+     * use of the span maps over it (regression: pin.failed_unmap_*). The
+     * munlock covers a lock of the program's MCL_FUTURE too. */
+    int err = errno;
+    if (syscall(SYS_munlock, base, s->len) == 0 && advise(base, s->len, MADV_DONTNEED) == 0)
+        return 0;
+    char a[32];
+    dsp_log_once(&stuck_logged, DSP_LOG_WARN,
+                 "cannot give back %s after a failed pin (%s; vm.max_map_count?): it stays "
+                 "counted as pinned and out of use (stat pin_stuck_bytes)",
+                 dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+    errno = err;
+    return -1;
 }
 
 /* The order matters for the kernel's VMA merging (issue 12: one VMA per block
@@ -125,6 +143,7 @@ int dsp_pin_lock_range(void *base, size_t len) {
 
 int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int want_huge) {
     void *base = (void *)s->base;
+    int stuck;
     char a[32], b[32];
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
              0) == MAP_FAILED) {
@@ -163,8 +182,8 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
                     "mlock of %s refused (%s): the kernel could not lock that much memory; "
                     "lower DSP_MAX_PINNED or free memory",
                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-            unmap(s);
-            return -err;
+            stuck = unmap(s) != 0;
+            return stuck ? DSP_PIN_STUCK(err) : -err;
         }
     }
     int rc = dsp_prefault(base, s->len, auto_threads(s->len));
@@ -172,8 +191,8 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
         dsp_log_once(&populate_logged, DSP_LOG_WARN,
                      "cannot populate %s (%s): not enough free memory; the caller falls back",
                      dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(-rc));
-        unmap(s);
-        return rc;
+        stuck = unmap(s) != 0;
+        return stuck ? DSP_PIN_STUCK(-rc) : rc;
     }
     return (locked ? DSP_PIN_LOCKED : 0) | (huge ? DSP_PIN_HUGE : 0);
 }

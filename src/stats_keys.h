@@ -11,8 +11,12 @@ DSP_STAT(pool_hits, COUNTER, "allocations served from the pool")
 DSP_STAT(pool_misses, COUNTER, "allocations that pinned new memory")
 DSP_STAT(pool_releases, COUNTER, "pooled blocks unlocked and given back to the kernel")
 DSP_STAT(pinned_new_bytes, COUNTER, "bytes newly populated and locked")
-DSP_STAT(pin_failures, COUNTER,
-         "allocations refused: mlock or populate failed, no address space, or vm.max_map_count near")
+DSP_STAT(
+    pin_failures, COUNTER,
+    "allocations refused: mlock or populate failed, no address space, or vm.max_map_count near")
+DSP_STAT(pin_stuck_bytes, COUNTER,
+         "bytes of failed pins whose pages could not be given back (vm.max_map_count): kept "
+         "counted as pinned, never reused")
 DSP_STAT(budget_refusals, COUNTER, "allocations refused by DSP_MAX_PINNED")
 DSP_STAT(fallbacks, COUNTER, "interposed calls handed to the real function after a failure here")
 DSP_STAT(registry_ranges, GAUGE, "pinned ranges known to the registry")

@@ -14,6 +14,8 @@
 
 int fakecuda_count(const char *name); /* calls that reached the double */
 int fakecuda_kind(const void *p);     /* 0 unknown, 1 cudaHostAlloc memory, 2 registered */
+void fakecuda_call_back_on_register(const void *q); /* fake_cudart.c */
+int fakecuda_called_back(void);
 
 struct attrs24 {
     int type, device;

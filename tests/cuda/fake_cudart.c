@@ -10,6 +10,11 @@
  *   anything else as unregistered (type 0), writing 24 bytes;
  * - a failed call sets the thread's last error (cudaGetLastError clears it).
  * fakecuda_count() tells the tests which calls reached it.
+ * fakecuda_call_back_on_register(q) arms a driver that calls back: the next
+ * successful cudaHostRegister, before it returns, asks
+ * cudaPointerGetAttributes(q) on another thread and joins it (through the
+ * PLT, so a preloaded shim's hook answers): a shim holding a lock of its own
+ * across the call deadlocks there.
  * Pinning costs what it minimally costs for real, so benchmarks against the
  * double compare like with like: cudaHostAlloc populates and locks its pages,
  * cudaHostRegister populates them (the driver pins without VM_LOCKED, so the
@@ -157,6 +162,26 @@ int cudaFreeHost(void *p) {
     return 0;
 }
 
+static const void *call_back_on;
+static int called_back;
+
+void fakecuda_call_back_on_register(const void *q) {
+    __atomic_store_n(&call_back_on, q, __ATOMIC_RELEASE);
+}
+int fakecuda_called_back(void) {
+    return __atomic_load_n(&called_back, __ATOMIC_ACQUIRE);
+}
+
+int cudaPointerGetAttributes(void *attr, const void *p);
+static void *call_back(void *q) {
+    struct {
+        int type, device;
+        void *devicePointer, *hostPointer;
+    } a;
+    if (cudaPointerGetAttributes(&a, q) == 0) __atomic_fetch_add(&called_back, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
 int cudaHostRegister(void *p, size_t size, unsigned flags) {
     count(C_REGISTER);
     if (!p || !size || flags > 15) return ret(1);
@@ -171,6 +196,9 @@ int cudaHostRegister(void *p, size_t size, unsigned flags) {
         recs[nrec++] = (struct rec){lo, hi, p, 0, flags, REGISTER};
     pthread_mutex_unlock(&mu);
     if (!rc) madvise((void *)lo, hi - lo, 23 /* MADV_POPULATE_WRITE: pinning faults pages in */);
+    const void *q = rc ? NULL : __atomic_exchange_n(&call_back_on, NULL, __ATOMIC_ACQ_REL);
+    pthread_t t;
+    if (q && pthread_create(&t, NULL, call_back, (void *)q) == 0) pthread_join(t, NULL);
     return ret(rc);
 }
 

@@ -22,6 +22,8 @@ int fakecufile_close_failures(void);
 int fakecufile_register_failures(void);
 size_t fakecufile_registered(const void *base);
 int fakecufile_nregistered(void);
+void fakecufile_call_back(int on);
+int fakecufile_called_back(void);
 
 /* The byte at offset i of a test file (seed s): no period a misplaced copy
  * could hide in. */

@@ -18,6 +18,12 @@
  *   its own export cuFileBufDeregister through the PLT, as libcufile calls
  *   its exports (a shim that takes a lock there without a re-entry guard
  *   deadlocks), counting failures (fakecufile_close_failures()).
+ * - fakecufile_call_back(1) arms a library that calls back: cuFileBufRegister,
+ *   cuFileBufDeregister and cuFileDriverClose each, before returning, run a
+ *   thread that calls cuFileHandleDeregister(NULL) through the PLT (a
+ *   preloaded shim's hook answers) and join it, counting
+ *   (fakecufile_called_back()): a shim holding its lock across the call
+ *   deadlocks there.
  * Device memory is the fake libcuda's (fake_cuda.c). */
 #define DSP_CUFILE_PROTOTYPES
 #include "../../io/cufile_types.h"
@@ -87,6 +93,26 @@ int fakecufile_nregistered(void) {
     return n;
 }
 
+static _Atomic int call_back_on, called_back;
+
+void fakecufile_call_back(int on) {
+    atomic_store(&call_back_on, on);
+}
+int fakecufile_called_back(void) {
+    return atomic_load(&called_back);
+}
+static void *call_back_main(void *arg) {
+    (void)arg;
+    cuFileHandleDeregister(NULL);
+    atomic_fetch_add(&called_back, 1);
+    return NULL;
+}
+static void call_back(void) {
+    pthread_t t;
+    if (atomic_load(&call_back_on) && pthread_create(&t, NULL, call_back_main, NULL) == 0)
+        pthread_join(t, NULL);
+}
+
 static CUfileError_t status(int err) {
     return (CUfileError_t){err, 0};
 }
@@ -129,6 +155,7 @@ CUfileError_t cuFileDriverClose_v2(void) {
     open_count -= last;
     nreg = last ? 0 : nreg;
     pthread_mutex_unlock(&mu);
+    call_back();
     return status(CU_FILE_SUCCESS);
 }
 
@@ -195,6 +222,7 @@ CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags) {
     }
     pthread_mutex_unlock(&mu);
     if (rc.err != CU_FILE_SUCCESS) atomic_fetch_add(&register_failures, 1);
+    call_back();
     return rc;
 }
 
@@ -210,6 +238,7 @@ CUfileError_t cuFileBufDeregister(const void *base) {
             break;
         }
     pthread_mutex_unlock(&mu);
+    call_back();
     return rc;
 }
 
