@@ -343,26 +343,25 @@ void dsp_config_print(int fd, int markdown) {
                     type_name[d->type], d->def[0] ? d->def : "(unset)", d->forms, d->help);
             emit(&s, line);
         }
-        emit(&s,
-             "\n## Secure execution\n\n"
-             "In a setuid, setgid or file-capability program (the kernel's AT_SECURE, also\n"
-             "the case for the library in /etc/ld.so.preload under such a program), the\n"
-             "environment belongs to a less privileged user. There only off switches are\n"
-             "honoured: `DSP_CUDA=off`, `DSP_CUFILE=off`, `DSP_MALLOC_MIN=off`,\n"
-             "`DSP_HUGEPAGES=never`, `DSP_AIO_BOUNCE=never` and `0` for a switch. Every other\n"
-             "`DSP_*` variable, paths, limits and log levels included, is ignored and named\n"
-             "in one warning.\n\n"
-             "## Files\n\n"
-             "The library writes one file, `DSP_STATS_FILE`, often as root into a directory\n"
-             "that others share (`/tmp/dsp.%p.json`). Only the directory is looked up by\n"
-             "name. A new file is created in it exclusively (never through a symbolic link,\n"
-             "never a FIFO), with mode `DSP_STATS_FILE_MODE` (0600) whatever the umask,\n"
-             "written whole and renamed over the name, so a reader sees the old object or\n"
-             "the new one and no existing file is ever written into. A name that holds a\n"
-             "symbolic link, a FIFO, a device, a directory or a file of another user is left\n"
-             "alone with a warning (docs/troubleshooting.md). `/dev/stdout` is such a link:\n"
-             "`fd:N` appends the object to an open descriptor instead, without truncating\n"
-             "it. Everything else the library reads is under /proc and /sys.\n");
+        emit(&s, "\n## Secure execution\n\n"
+                 "In a setuid, setgid or file-capability program (the kernel's AT_SECURE, also\n"
+                 "the case for the library in /etc/ld.so.preload under such a program), the\n"
+                 "environment belongs to a less privileged user. There only off switches are\n"
+                 "honoured: `DSP_CUDA=off`, `DSP_CUFILE=off`, `DSP_MALLOC_MIN=off`,\n"
+                 "`DSP_HUGEPAGES=never`, `DSP_AIO_BOUNCE=never` and `0` for a switch. Every other\n"
+                 "`DSP_*` variable, paths, limits and log levels included, is ignored and named\n"
+                 "in one warning.\n\n"
+                 "## Files\n\n"
+                 "The library writes one file, `DSP_STATS_FILE`, often as root into a directory\n"
+                 "that others share (`/tmp/dsp.%p.json`). Only the directory is looked up by\n"
+                 "name. A new file is created in it exclusively (never through a symbolic link,\n"
+                 "never a FIFO), with mode `DSP_STATS_FILE_MODE` (0600) whatever the umask,\n"
+                 "written whole and renamed over the name, so a reader sees the old object or\n"
+                 "the new one and no existing file is ever written into. A name that holds a\n"
+                 "symbolic link, a FIFO, a device, a directory or a file of another user is left\n"
+                 "alone with a warning (docs/troubleshooting.md). `/dev/stdout` is such a link:\n"
+                 "`fd:N` appends the object to an open descriptor instead, without truncating\n"
+                 "it. Everything else the library reads is under /proc and /sys.\n");
     } else {
         for (int i = 0; i < DSP_OPT_COUNT; i++) {
             const struct dsp_opt_desc *d = &dsp_opt_desc[i];
