@@ -41,8 +41,11 @@ void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 long __wrap_syscall(long nr, ...) {
     va_list ap;
     va_start(ap, nr);
-    long a[6];
-    for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+    /* The core's system calls take at most four arguments; reading a sixth
+     * would reach into the caller's stack (AddressSanitizer: stack-buffer-
+     * underflow), since only five fit in registers after nr. */
+    long a[6] = {0};
+    for (int i = 0; i < 5; i++) a[i] = va_arg(ap, long);
     va_end(ap);
     if (nr == SYS_madvise && a[2] == 23 /* MADV_POPULATE_WRITE */ &&
         atomic_exchange(&fail_populate, 0)) {
