@@ -18,7 +18,13 @@
  * Pinning costs what it minimally costs for real, so benchmarks against the
  * double compare like with like: cudaHostAlloc populates and locks its pages,
  * cudaHostRegister populates them (the driver pins without VM_LOCKED, so the
- * double never munlocks memory it did not lock itself). */
+ * double never munlocks memory it did not lock itself).
+ * As the driver does: cudaFreeHost waits until the device is idle; allocation,
+ * registration and cudaFreeHost fail with 900 during a global-mode capture
+ * (fake_device.c: streams, copies, capture). cudaMalloc'd "device" memory is
+ * host memory that cudaPointerGetAttributes reports as device memory (type 2). */
+#include "fake_cudart.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -28,7 +34,7 @@
 #define PAGE   4096ul
 #define MAXREC 65536
 
-enum { NONE = 0, ALLOC = 1, REGISTER = 2 };
+enum { NONE = 0, ALLOC = 1, REGISTER = 2, DEVICE = 3 };
 
 struct rec {
     uintptr_t lo, hi; /* pages */
@@ -71,6 +77,10 @@ static int ret(int e) {
     return e;
 }
 
+int fk_ret(int e) {
+    return ret(e);
+}
+
 static uintptr_t floor_page(uintptr_t p) {
     return p & ~(PAGE - 1);
 }
@@ -94,13 +104,29 @@ static void drop(struct rec *r) {
     *r = recs[--nrec];
 }
 
+int fk_host_pinned(const void *p, size_t n) {
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    int pinned = r && r->kind != DEVICE && (uintptr_t)p + n <= r->hi;
+    pthread_mutex_unlock(&mu);
+    return pinned;
+}
+
+int fk_is_device(const void *p) {
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    int dev = r && r->kind == DEVICE;
+    pthread_mutex_unlock(&mu);
+    return dev;
+}
+
 int fakecuda_count(const char *name) {
     for (int i = 0; i < C_N; i++)
         if (!strcmp(name, cname[i])) return __atomic_load_n(&counts[i], __ATOMIC_RELAXED);
     return -1;
 }
 
-/* 0 unknown, 1 cudaHostAlloc memory, 2 registered. */
+/* 0 unknown, 1 cudaHostAlloc memory, 2 registered, 3 cudaMalloc'd. */
 int fakecuda_kind(const void *p) {
     pthread_mutex_lock(&mu);
     struct rec *r = containing(p);
@@ -115,6 +141,8 @@ static void count(int c) {
 
 static int host_alloc(void **p, size_t size, unsigned flags) {
     if (!p || flags > 7) return ret(1);
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
     if (!size) {
         *p = NULL;
         return 0;
@@ -149,6 +177,9 @@ int cudaMallocHost(void **p, size_t size) {
 int cudaFreeHost(void *p) {
     count(C_FREEHOST);
     if (!p) return 0;
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
+    fk_device_idle(); /* the driver's cudaFreeHost synchronises the device */
     pthread_mutex_lock(&mu);
     struct rec *r = containing(p);
     if (!r || r->kind != ALLOC || r->ptr != p) {
@@ -185,6 +216,8 @@ static void *call_back(void *q) {
 int cudaHostRegister(void *p, size_t size, unsigned flags) {
     count(C_REGISTER);
     if (!p || !size || flags > 15) return ret(1);
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
     uintptr_t lo = floor_page((uintptr_t)p), hi = ceil_page((uintptr_t)p + size);
     pthread_mutex_lock(&mu);
     int rc = 0;
@@ -204,6 +237,8 @@ int cudaHostRegister(void *p, size_t size, unsigned flags) {
 
 int cudaHostUnregister(void *p) {
     count(C_UNREGISTER);
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
     pthread_mutex_lock(&mu);
     struct rec *r = containing(p);
     int rc = 713;
@@ -235,7 +270,7 @@ int cudaHostGetDevicePointer(void **dev, void *p, unsigned flags) {
     pthread_mutex_lock(&mu);
     struct rec *r = containing(p);
     pthread_mutex_unlock(&mu);
-    if (!r) return ret(1);
+    if (!r || r->kind == DEVICE) return ret(1);
     *dev = p; /* unified addressing */
     return 0;
 }
@@ -252,7 +287,9 @@ int cudaPointerGetAttributes(void *attr, const void *p) {
     struct rec *r = containing(p);
     pthread_mutex_unlock(&mu);
     struct attrs24 a = {0, -2, NULL, NULL};
-    if (r) a = (struct attrs24){1, 0, (void *)p, (void *)p};
+    if (r)
+        a = (struct attrs24){r->kind == DEVICE ? 2 : 1, 0, (void *)p,
+                             r->kind == DEVICE ? NULL : (void *)p};
     memcpy(attr, &a, sizeof a);
     return 0;
 }
@@ -260,8 +297,107 @@ int cudaPointerGetAttributes(void *attr, const void *p) {
 /* FAKECUDA_SYNC_FAIL=1: the device reports an error (999, cudaErrorUnknown). */
 int cudaDeviceSynchronize(void) {
     count(C_SYNC);
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
+    fk_device_idle();
     const char *f = getenv("FAKECUDA_SYNC_FAIL");
     return ret(f && *f == '1' ? 999 : 0);
+}
+
+/* Device memory: page-granular host memory the records call device memory. */
+int cudaMalloc(void **p, size_t size) {
+    if (!p) return ret(1);
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
+    size_t len = ceil_page(size ? size : 1);
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return ret(2);
+    pthread_mutex_lock(&mu);
+    if (nrec == MAXREC) {
+        pthread_mutex_unlock(&mu);
+        munmap(m, len);
+        return ret(2);
+    }
+    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, 0, DEVICE};
+    pthread_mutex_unlock(&mu);
+    *p = m;
+    return 0;
+}
+
+/* cudaFree(NULL) is how programs create the context: 0. */
+int cudaFree(void *p) {
+    if (!p) return 0;
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
+    fk_device_idle();
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    if (!r || r->kind != DEVICE || r->ptr != p) {
+        pthread_mutex_unlock(&mu);
+        return ret(1);
+    }
+    size_t len = r->len;
+    drop(r);
+    pthread_mutex_unlock(&mu);
+    munmap(p, len);
+    return 0;
+}
+
+int cudaGetDeviceCount(int *n) {
+    if (!n) return ret(1);
+    *n = 1;
+    return 0;
+}
+
+int cudaSetDevice(int d) {
+    return d == 0 ? 0 : ret(101 /* cudaErrorInvalidDevice */);
+}
+
+int cudaGetDevice(int *d) {
+    if (!d) return ret(1);
+    *d = 0;
+    return 0;
+}
+
+int cudaRuntimeGetVersion(int *v) {
+    if (!v) return ret(1);
+    *v = 13000;
+    return 0;
+}
+
+int cudaDriverGetVersion(int *v) {
+    return cudaRuntimeGetVersion(v);
+}
+
+const char *cudaGetErrorString(int e) {
+    switch (e) {
+    case 0:
+        return "no error";
+    case 1:
+        return "invalid argument";
+    case 2:
+        return "out of memory";
+    case 35:
+        return "CUDA driver version is insufficient for CUDA runtime version";
+    case 100:
+        return "no CUDA-capable device is detected";
+    case 101:
+        return "invalid device ordinal";
+    case 600:
+        return "device not ready";
+    case 712:
+        return "part or all of the requested memory range is already mapped";
+    case 713:
+        return "pointer does not correspond to a registered memory region";
+    case 900:
+        return "operation not permitted when stream is capturing";
+    case 901:
+        return "operation failed due to a previous error during capture";
+    case 999:
+        return "unknown error";
+    default:
+        return "unrecognized error code";
+    }
 }
 
 int cudaGetLastError(void) {

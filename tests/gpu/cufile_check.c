@@ -1,9 +1,10 @@
 /* The cuFile layer's GPU check (tests/gpu/run.sh runs it with and without the
  * shim): with the machine's libcufile (compat mode when nvidia-fs is absent), a
- * 1 GiB file read by cuFileRead in 64 MiB calls into pinned host memory
+ * 1 GiB file (by default) read by cuFileRead in 64 MiB calls into pinned host memory
  * (cudaMallocHost: served by the shim when it is preloaded) and into a device
  * buffer (cudaMalloc), each verified byte for byte; prints the best of three
- * passes of each in GB/s. Usage: cufile_check FILE (created if missing). */
+ * passes of each in GB/s. Usage: cufile_check FILE [MIB] (FILE created if
+ * missing; MIB, default 1024, a multiple of 64: the rehearsal reads less). */
 #define DSP_CUFILE_PROTOTYPES
 #include "../../io/cufile_types.h"
 
@@ -21,8 +22,9 @@ int cudaFree(void *p);
 int cudaFreeHost(void *p);
 int cudaMemcpy(void *dst, const void *src, size_t n, int kind); /* 2: device to host */
 
-#define GiB   ((size_t)1 << 30)
 #define CHUNK ((size_t)64 << 20)
+
+static size_t total = (size_t)1 << 30; /* bytes read, in CHUNK pieces */
 
 static unsigned char pat(size_t i) {
     return (unsigned char)((i * 2654435761u) >> 13);
@@ -35,7 +37,7 @@ static double now(void) {
 }
 
 static int verify(const unsigned char *b, const char *what) {
-    for (size_t i = 0; i < GiB; i++)
+    for (size_t i = 0; i < total; i++)
         if (b[i] != pat(i)) {
             printf("FAIL %s: byte %zu is %u, expected %u\n", what, i, b[i], pat(i));
             return 1;
@@ -47,7 +49,7 @@ static double best_read(CUfileHandle_t fh, void *buf) {
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
         double t = now();
-        for (size_t off = 0; off < GiB; off += CHUNK) {
+        for (size_t off = 0; off < total; off += CHUNK) {
             ssize_t r = cuFileRead(fh, buf, CHUNK, (off_t)off, (off_t)off);
             if (r != (ssize_t)CHUNK) {
                 printf("FAIL cuFileRead at %zu: %zd\n", off, r);
@@ -57,16 +59,24 @@ static double best_read(CUfileHandle_t fh, void *buf) {
         t = now() - t;
         if (t < best) best = t;
     }
-    return (double)GiB / best / 1e9;
+    return (double)total / best / 1e9;
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) return 2;
+    if (argc < 2) {
+        printf("FAIL usage: cufile_check FILE [MIB]\n");
+        return 2;
+    }
+    if (argc > 2) total = (size_t)strtoul(argv[2], NULL, 10) << 20;
+    if (!total || total % CHUNK) {
+        printf("FAIL MIB must be a positive multiple of 64\n");
+        return 2;
+    }
     struct stat st;
-    if (stat(argv[1], &st) != 0 || (size_t)st.st_size != GiB) {
+    if (stat(argv[1], &st) != 0 || (size_t)st.st_size != total) {
         int w = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
         unsigned char *b = malloc(CHUNK);
-        for (size_t off = 0; off < GiB; off += CHUNK) {
+        for (size_t off = 0; off < total; off += CHUNK) {
             for (size_t i = 0; i < CHUNK; i++) b[i] = pat(off + i);
             if (pwrite(w, b, CHUNK, (off_t)off) != (ssize_t)CHUNK) return 1;
         }
@@ -75,7 +85,7 @@ int main(int argc, char **argv) {
         free(b);
     }
     void *host = NULL, *dev = NULL;
-    if (cudaMallocHost(&host, GiB) || cudaMalloc(&dev, GiB)) {
+    if (cudaMallocHost(&host, total) || cudaMalloc(&dev, total)) {
         printf("FAIL cudaMallocHost/cudaMalloc\n");
         return 1;
     }
@@ -92,12 +102,12 @@ int main(int argc, char **argv) {
         printf("FAIL cuFileHandleRegister: %d (cuda %d)\n", e.err, e.cu_err);
         return 1;
     }
-    memset(host, 0, GiB);
+    memset(host, 0, total);
     double h = best_read(fh, host);
     if (h < 0 || verify(host, "host")) return 1;
     double g = best_read(fh, dev);
-    memset(host, 0, GiB);
-    if (g < 0 || cudaMemcpy(host, dev, GiB, 2) || verify(host, "device")) return 1;
+    memset(host, 0, total);
+    if (g < 0 || cudaMemcpy(host, dev, total, 2) || verify(host, "device")) return 1;
     printf("cufile_host_GBps %.3f GB/s\n", h);
     printf("cufile_device_GBps %.3f GB/s\n", g);
     cuFileHandleDeregister(fh);
