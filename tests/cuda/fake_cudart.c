@@ -15,10 +15,14 @@
  * cudaPointerGetAttributes(q) on another thread and joins it (through the
  * PLT, so a preloaded shim's hook answers): a shim holding a lock of its own
  * across the call deadlocks there.
- * Pinning costs what it minimally costs for real, so benchmarks against the
- * double compare like with like: cudaHostAlloc populates and locks its pages,
- * cudaHostRegister populates them (the driver pins without VM_LOCKED, so the
- * double never munlocks memory it did not lock itself).
+ * Memory is pinned as the driver pins it (fake_pin.c: FOLL_PIN, not
+ * VM_LOCKED), and cudaHostAlloc memory is what the driver maps
+ * (kernel-open/nvidia/nv-mmap.c: VM_SHARED, to avoid copy-on-write, and
+ * VM_DONTDUMP): shared anonymous memory left out of core dumps, populated and
+ * pinned, so a forked child shares it and fork copies nothing; registered
+ * private memory is copied into a child at fork (Linux 5.9+). Pinning costs
+ * what it costs for real, so benchmarks against the double compare like with
+ * like. fakecuda_foll_pinned(p) says whether p's pages were really pinned.
  * As the driver does: cudaFreeHost waits until the device is idle; allocation,
  * registration and cudaFreeHost fail with 900 during a global-mode capture
  * (fake_device.c: streams, copies, capture). cudaMalloc'd "device" memory is
@@ -40,6 +44,7 @@ struct rec {
     uintptr_t lo, hi; /* pages */
     void *ptr;        /* exact pointer given or returned */
     size_t len;       /* mapping length, for ALLOC */
+    int pin;          /* fk_pin's handle, or -1 */
     unsigned flags;
     int kind;
 };
@@ -126,6 +131,16 @@ int fakecuda_count(const char *name) {
     return -1;
 }
 
+/* 1 when p's pages were pinned with FOLL_PIN (fake_pin.c), 0 when the
+ * double could only mlock them or p is not pinned memory. */
+int fakecuda_foll_pinned(const void *p) {
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p);
+    int pinned = r && r->pin >= 0;
+    pthread_mutex_unlock(&mu);
+    return pinned;
+}
+
 /* 0 unknown, 1 cudaHostAlloc memory, 2 registered, 3 cudaMalloc'd. */
 int fakecuda_kind(const void *p) {
     pthread_mutex_lock(&mu);
@@ -148,17 +163,19 @@ static int host_alloc(void **p, size_t size, unsigned flags) {
         return 0;
     }
     size_t len = ceil_page(size);
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return ret(2);
+    madvise(m, len, MADV_DONTDUMP);
     madvise(m, len, 23 /* MADV_POPULATE_WRITE */);
-    mlock(m, len); /* best effort: a lowered RLIMIT_MEMLOCK must not fail tests */
+    int pin = fk_pin(m, len, 1);
     pthread_mutex_lock(&mu);
     if (nrec == MAXREC) {
         pthread_mutex_unlock(&mu);
+        fk_unpin(pin);
         munmap(m, len);
         return ret(2);
     }
-    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, flags, ALLOC};
+    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, pin, flags, ALLOC};
     pthread_mutex_unlock(&mu);
     *p = m;
     return 0;
@@ -187,8 +204,10 @@ int cudaFreeHost(void *p) {
         return ret(1);
     }
     size_t len = r->len;
+    int pin = r->pin;
     drop(r);
     pthread_mutex_unlock(&mu);
+    fk_unpin(pin);
     munmap(p, len);
     return 0;
 }
@@ -226,9 +245,17 @@ int cudaHostRegister(void *p, size_t size, unsigned flags) {
     else if (nrec == MAXREC)
         rc = 2;
     else
-        recs[nrec++] = (struct rec){lo, hi, p, 0, flags, REGISTER};
+        recs[nrec++] = (struct rec){lo, hi, p, 0, -1, flags, REGISTER};
     pthread_mutex_unlock(&mu);
-    if (!rc) madvise((void *)lo, hi - lo, 23 /* MADV_POPULATE_WRITE: pinning faults pages in */);
+    if (!rc) {
+        madvise((void *)lo, hi - lo, 23 /* MADV_POPULATE_WRITE: pinning faults pages in */);
+        int pin = fk_pin((void *)lo, hi - lo, 0);
+        pthread_mutex_lock(&mu);
+        struct rec *r = containing((void *)lo);
+        if (r && r->kind == REGISTER && r->ptr == p && r->pin < 0) r->pin = pin, pin = -1;
+        pthread_mutex_unlock(&mu);
+        fk_unpin(pin); /* unregistered meanwhile */
+    }
     const void *q = rc ? NULL : __atomic_exchange_n(&call_back_on, NULL, __ATOMIC_ACQ_REL);
     pthread_t t;
     if (q && pthread_create(&t, NULL, call_back, (void *)q) == 0) pthread_join(t, NULL);
@@ -242,11 +269,14 @@ int cudaHostUnregister(void *p) {
     pthread_mutex_lock(&mu);
     struct rec *r = containing(p);
     int rc = 713;
+    int pin = -1;
     if (r && r->kind == REGISTER && r->ptr == p) {
+        pin = r->pin;
         drop(r);
         rc = 0;
     }
     pthread_mutex_unlock(&mu);
+    fk_unpin(pin);
     return ret(rc);
 }
 
@@ -318,7 +348,7 @@ int cudaMalloc(void **p, size_t size) {
         munmap(m, len);
         return ret(2);
     }
-    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, 0, DEVICE};
+    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, -1, 0, DEVICE};
     pthread_mutex_unlock(&mu);
     *p = m;
     return 0;
@@ -337,8 +367,10 @@ int cudaFree(void *p) {
         return ret(1);
     }
     size_t len = r->len;
+    int pin = r->pin;
     drop(r);
     pthread_mutex_unlock(&mu);
+    fk_unpin(pin);
     munmap(p, len);
     return 0;
 }

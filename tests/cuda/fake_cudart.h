@@ -13,13 +13,17 @@ int fk_host_pinned(const void *p, size_t n);
 /* 1 when p is cudaMalloc'd memory. */
 int fk_is_device(const void *p);
 /* A potentially unsafe call (allocation, registration, cudaFreeHost, device
- * or stream synchronisation) while a stream captures in global mode, from a
- * thread whose capture mode is not relaxed: 900
- * (cudaErrorStreamCaptureUnsupported), and the capture is invalidated, as the
- * driver does (FIELD-NOTES section 8). 0 otherwise. */
+ * or stream synchronisation) that the capture rules forbid (fake_device.c):
+ * 900 (cudaErrorStreamCaptureUnsupported), and the capture concerned is
+ * invalidated, as the runtime does. 0 otherwise. */
 int fk_capture_refuses(void);
 /* Waits until every stream is idle (cudaDeviceSynchronize without its checks). */
 void fk_device_idle(void);
+/* Pins [p, p + len) as the driver does (FOLL_PIN, fake_pin.c): returns the
+ * handle fk_unpin takes, or -1 when that was refused (then mlock instead,
+ * best effort, when lock_instead). */
+int fk_pin(void *p, size_t len, int lock_instead);
+void fk_unpin(int pin);
 /* Sets the calling thread's last error when e is non-zero; returns e. */
 int fk_ret(int e);
 

@@ -1,7 +1,8 @@
 /* The device half of the libcudart double (see fake_cudart.c for host memory):
  * streams that run their work later, on a thread of their own, as a GPU's copy
  * engines do, so that what the driver's documentation makes the caller's
- * business (FIELD-NOTES section 8) is visible to a test:
+ * business (the CUDA Runtime API, "API synchronization behavior") is visible
+ * to a test:
  * - cudaMemcpyAsync to or from pinned memory (cudaHostAlloc'd or registered)
  *   is queued: the host buffer is read or written when the stream gets to it;
  * - from pageable memory the source is staged before the call returns (the
@@ -9,10 +10,14 @@
  *   the data has landed;
  * - cudaLaunchHostFunc queues a host function (the tests' "busy kernel");
  * - events complete when the stream reaches them;
- * - stream capture records the work into a graph instead of running it; while
- *   a stream captures in global mode, unsafe calls (fk_capture_refuses) fail
- *   with 900 and invalidate the capture, whose end then returns 901;
- *   cudaPointerGetAttributes stays allowed.
+ * - stream capture records the work into a graph instead of running it, with
+ *   the runtime's interaction rules (cudaStreamCaptureMode): a thread whose
+ *   mode (cudaThreadExchangeStreamCaptureMode) is not relaxed may not make a
+ *   potentially unsafe call while it captures itself (a capture not begun in
+ *   relaxed mode) or, in global mode, while any thread captures in global
+ *   mode; such a call fails with 900 and invalidates that capture, whose end
+ *   then returns 901 (fk_capture_refuses). cudaPointerGetAttributes stays
+ *   allowed.
  * Simplifications: every stream, the legacy default stream (NULL) included,
  * is independent of the others (no implicit legacy-stream barrier); cudaMemcpy
  * waits for the whole device, then copies. Memory "on the device" is host
@@ -53,6 +58,7 @@ struct stream {
     int started;
     /* capture: 0 none, 1 active, 2 invalidated (cudaStreamCaptureStatus) */
     int capture, mode;
+    pthread_t owner; /* the capturing thread */
     struct graph *g;
     struct stream *next_all;
 };
@@ -66,7 +72,7 @@ struct event {
 static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct stream *all;
 static struct stream legacy = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-static int global_captures;      /* streams capturing in global mode */
+static int captures;             /* streams capturing in a mode other than relaxed */
 static __thread int thread_mode; /* cudaThreadExchangeStreamCaptureMode: 0 global */
 
 static double now(void) {
@@ -178,15 +184,20 @@ void fk_device_idle(void) {
 }
 
 int fk_capture_refuses(void) {
-    if (!__atomic_load_n(&global_captures, __ATOMIC_ACQUIRE) || thread_mode == 2) return 0;
+    if (!__atomic_load_n(&captures, __ATOMIC_ACQUIRE) || thread_mode == 2) return 0;
+    int refused = 0;
     pthread_mutex_lock(&all_mu);
     for (struct stream *s = all; s; s = s->next_all) {
         pthread_mutex_lock(&s->mu);
-        if (s->capture == 1 && s->mode == 0) s->capture = 2;
+        if (s->capture == 1 && s->mode != 2 &&
+            (pthread_equal(s->owner, pthread_self()) || (thread_mode == 0 && s->mode == 0))) {
+            s->capture = 2;
+            refused = 1;
+        }
         pthread_mutex_unlock(&s->mu);
     }
     pthread_mutex_unlock(&all_mu);
-    return 900;
+    return refused ? 900 : 0;
 }
 
 /* --- streams ------------------------------------------------------------- */
@@ -219,6 +230,10 @@ int cudaStreamDestroy(void *s) {
 
 int cudaStreamSynchronize(void *h) {
     struct stream *s = resolve(h);
+    pthread_mutex_lock(&s->mu);
+    int lost = s->capture == 2;
+    pthread_mutex_unlock(&s->mu);
+    if (lost) return fk_ret(901);
     int rc = fk_capture_refuses();
     if (rc) return fk_ret(rc);
     idle(s);
@@ -388,6 +403,7 @@ int cudaStreamBeginCapture(void *h, int mode) {
     if (!busy) {
         s->capture = 1;
         s->mode = mode;
+        s->owner = pthread_self();
         s->g = g;
     }
     pthread_mutex_unlock(&s->mu);
@@ -395,7 +411,7 @@ int cudaStreamBeginCapture(void *h, int mode) {
         free(g);
         return fk_ret(1);
     }
-    if (mode == 0) __atomic_fetch_add(&global_captures, 1, __ATOMIC_RELEASE);
+    if (mode != 2) __atomic_fetch_add(&captures, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -417,7 +433,7 @@ int cudaStreamEndCapture(void *h, void **graph) {
     s->g = NULL;
     pthread_mutex_unlock(&s->mu);
     if (!st) return fk_ret(1);
-    if (mode == 0) __atomic_fetch_sub(&global_captures, 1, __ATOMIC_RELEASE);
+    if (mode != 2) __atomic_fetch_sub(&captures, 1, __ATOMIC_RELEASE);
     if (st == 2) {
         ops_free(g->head);
         free(g);

@@ -50,7 +50,7 @@ if [ $rehearse -eq 1 ]; then
   echo "/* rehearsal: tests/gpu/gpu_check.h declares what the checks call */" \
     >"$fake/site/nvidia/cu13/include/cuda_runtime_api.h"
   cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcudart.so.13 \
-    -Wl,--version-script=tests/cuda/fake_cudart.map tests/cuda/fake_cudart.c tests/cuda/fake_device.c -lpthread \
+    -Wl,--version-script=tests/cuda/fake_cudart.map tests/cuda/fake_cudart.c tests/cuda/fake_device.c tests/cuda/fake_pin.c -lpthread \
     -o "$fake/site/nvidia/cu13/lib/libcudart.so.13" || { echo "FAIL: cannot build the libcudart double"; exit 1; }
   cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcuda.so.1 tests/cufile/fake_cuda.c -lpthread \
     -o "$fake/site/nvidia/cu13/lib/libcuda.so.1" &&
