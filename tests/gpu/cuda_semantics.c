@@ -120,15 +120,21 @@ static int vm_flag(const void *p, const char *flag) {
     return found;
 }
 
-/* Time a fork (until it returns in the parent); the child checks the data. */
+/* The fastest of 5 forks (until fork returns in the parent: one fork of
+ * well under a millisecond is mostly noise); each child checks the data. */
 static double timed_fork(const unsigned char *p, size_t len, unsigned char v, int *child_ok) {
-    double t = gpu_now();
-    pid_t pid = fork();
-    if (pid == 0) _exit(p[0] == v && p[len / 2] == v && p[len - 1] == v ? 0 : 3);
-    double ms = (gpu_now() - t) * 1e3;
-    int st = 0;
-    *child_ok = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    return ms;
+    double best = 1e30;
+    *child_ok = 1;
+    for (int i = 0; i < 5; i++) {
+        double t = gpu_now();
+        pid_t pid = fork();
+        if (pid == 0) _exit(p[0] == v && p[len / 2] == v && p[len - 1] == v ? 0 : 3);
+        double ms = (gpu_now() - t) * 1e3;
+        int st = 0;
+        *child_ok &= pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (ms < best) best = ms;
+    }
+    return best;
 }
 
 static int fork_time(double gib) {
@@ -138,6 +144,7 @@ static int fork_time(double gib) {
     memset(h, 0x3c, len);
     printf("hostalloc_shared %d flag\n", vm_flag(h, "sh"));
     printf("hostalloc_dontdump %d flag\n", vm_flag(h, "dd"));
+    printf("hostalloc_dontcopy %d flag\n", vm_flag(h, "dc")); /* MADV_DONTFORK */
     int ok1, ok2;
     double ms = timed_fork(h, len, 0x3c, &ok1);
     printf("fork_hostalloc_ms %.3f ms\n", ms);

@@ -63,6 +63,7 @@ static double best_read(CUfileHandle_t fh, void *buf) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* to a file: a crash keeps what was printed */
     if (argc < 2) {
         printf("FAIL usage: cufile_check FILE [MIB]\n");
         return 2;

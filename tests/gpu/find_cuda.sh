@@ -9,7 +9,7 @@
 #   2. nvcc's folder (unless DSP_GPU_NVCC=none): $(dirname nvcc)/.., with include/ and lib64/ (a
 #      toolkit), include/ and lib/ (nvcc from a wheel) or
 #      targets/x86_64-linux/{include,lib};
-#   3. the NVIDIA wheels of python3 (or the folders in $DSP_GPU_SITE, each
+#   3. the NVIDIA wheels of $DSP_GPU_PYTHON (python3; or the folders in $DSP_GPU_SITE, each
 #      holding nvidia/): CUDA 13 wheels put every library under nvidia/cu13/
 #      {include,lib}; CUDA 12 wheels one folder per library
 #      (nvidia/cuda_runtime/{include,lib}, nvidia/cufile/lib);
@@ -23,7 +23,7 @@ gpu_sites() {
     echo "$DSP_GPU_SITE" | tr ':' '\n'
     return
   fi
-  python3 - <<'PY' 2>/dev/null
+  "${DSP_GPU_PYTHON:-python3}" - <<'PY' 2>/dev/null
 import os
 try:
     import nvidia

@@ -74,15 +74,21 @@ static inline double gpu_now(void) {
         }                                                                                          \
     } while (0)
 
-/* No device: exit 77 (NOT RUN), saying why. */
+/* No device: exit 77 (NOT RUN), saying why. Also makes stdout line
+ * buffered: run.sh sends it to a file, and a crash or the SIGKILL of a
+ * timeout must not lose the figures printed so far. Prints init_s, the time
+ * the context took (seconds without persistence mode). */
 static inline void gpu_need_device(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e || n < 1) {
         printf("NOT RUN: no CUDA device (%d: %s)\n", e, cudaGetErrorString(e));
         exit(77);
     }
-    OK(cudaFree(0)); /* the context up front: part of no timing */
+    double t = gpu_now();
+    OK(cudaFree(0)); /* the context up front: part of no other timing */
+    printf("init_s %.3f s\n", gpu_now() - t);
 }
 
 /* The host function a stream runs to stay busy for the given milliseconds:

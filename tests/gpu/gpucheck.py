@@ -32,7 +32,7 @@ def need_torch_cuda():
 
 
 def figure(name, value, unit):
-    print(name, value if isinstance(value, int) else round(float(value), 4), unit, flush=True)
+    print(name, value if isinstance(value, int) else "%.6g" % float(value), unit, flush=True)
 
 
 def check(cond, what):

@@ -24,10 +24,10 @@ python3 - "$t/out/gpu-results.json" <<'PY' || fail "results JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["mode"] == "rehearsal" and r["ok"] and not r["missing_parts"], r["missing_parts"]
-assert r["elapsed_s"] < 240, r["elapsed_s"]
+assert r["elapsed_s"] < 300, r["elapsed_s"]
 status = {(p["name"], p["variant"]): p["status"] for p in r["parts"]}
 # Every C part runs against the doubles, with and without the shim.
-for name in ["cycle", "register", "cufile"] + ["semantics_" + m for m in (
+for name in ["build", "cycle", "register", "cufile"] + ["semantics_" + m for m in (
         "freehost_wait", "nonblocking_reuse", "d2h_hinted", "fork_time", "capture")]:
     for v in ("plain", "shim"):
         assert status[(name, v)] == "PASS", (name, v, status[(name, v)])
@@ -45,5 +45,33 @@ for g in r["goals"]:
         assert g["verdict"] == "NOT RUN", g
 assert r["diagnostics"]["mode"] == "rehearsal" and "vm.max_map_count" in r["diagnostics"]
 print("rehearsal: %d parts, %ds" % (len(status), r["elapsed_s"]))
+PY
+# What must never read OK: a shim that does not build (every other part NOT
+# RUN), and a part that runs without the shim but not with it.
+printf 'date: x\nmode: real\n' >"$t/diag"
+python3 - "$repo/tests/gpu/summary.py" "$t" <<'PY' || fail "summary verdicts"
+import subprocess, sys
+summary, t = sys.argv[1], sys.argv[2]
+parts = ["build", "cycle", "torch"]
+def verdict(rows):
+    with open(t + "/rec", "w") as f:
+        f.writelines("%s\t%s\t%s\t0\t\n" % r for r in rows)
+    p = subprocess.run([sys.executable, summary, t + "/rec", t + "/diag", t + "/r.json", "0", "1"],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout.strip().splitlines()[-1]
+import json
+# Every part present, so only the verdicts decide.
+from importlib.util import spec_from_file_location
+all_parts = [l.split('"')[1::2] for l in open(summary) if l.startswith("PARTS")]
+rows = lambda st: [(p, v, st(p, v)) for p in ["build", "cycle", "semantics_freehost_wait",
+    "semantics_nonblocking_reuse", "semantics_d2h_hinted", "semantics_fork_time", "semantics_capture",
+    "register", "torch", "torch_hints", "torch_loader", "torch_capture", "cupy", "jax", "cufile"]
+    for v in ("plain", "shim")]
+rc, last = verdict(rows(lambda p, v: "FAIL" if p == "build" else "NOT RUN"))
+assert rc == 1 and last.startswith("NOT OK"), ("a broken build read OK", rc, last)
+rc, last = verdict(rows(lambda p, v: "NOT RUN" if (p, v) == ("torch", "shim") else "PASS"))
+assert rc == 1 and last.startswith("NOT OK"), ("plain PASS, shim NOT RUN read OK", rc, last)
+rc, last = verdict(rows(lambda p, v: "PASS"))
+assert rc == 0 and last.startswith("OK"), ("all PASS without figures", rc, last)
 PY
 echo PASS

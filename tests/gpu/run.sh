@@ -35,7 +35,7 @@ start=$(date +%s)
 # the 8 minutes the issue gives it.
 py=${DSP_GPU_PYTHON:-python3} # the interpreter with torch, jax, cupy
 budget=${DSP_GPU_BUDGET_S:-450}
-[ $rehearse -eq 0 ] || budget=${DSP_GPU_BUDGET_S:-240}
+[ $rehearse -eq 0 ] || budget=${DSP_GPU_BUDGET_S:-300}
 exec > >(tee "$log") 2>&1
 tee_pid=$!
 
@@ -76,7 +76,10 @@ section "diagnostics"
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "mode: $([ $rehearse -eq 1 ] && echo rehearsal || echo real)"
-  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -4 | tr '\n' ';')"
+  echo "gpu: $(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -4 | tr '\n' ';')"
+  # Off, every CUDA start-up may take seconds (the programs print init_s).
+  echo "persistence mode: $(timeout 30 nvidia-smi --query-gpu=persistence_mode --format=csv,noheader 2>&1 | head -1)"
+  echo "cc: $(cc --version 2>&1 | head -1)"
   echo "kernel: $(uname -r)"
   echo "cpus: $(nproc); memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
   echo "nvcc: $([ -z "${nvcc_off:-}" ] && command -v nvcc >/dev/null && nvcc --version | tail -1 || echo none)"
@@ -124,8 +127,8 @@ part() {
     record "$name" "$variant" "NOT RUN" 0 "$f"
     return
   fi
-  [ $limit -le $left ] || limit=$left
-  local t0 rc status
+  local t0 rc status cut=0
+  [ $limit -le $left ] || { limit=$left; cut=1; }
   t0=$(date +%s)
   timeout -k 5 "$limit" "$@" >"$f" 2>&1
   rc=$?
@@ -133,7 +136,12 @@ part() {
   case $rc in
   0) status=PASS ;;
   77) status="NOT RUN" ;;
-  124 | 137) status=TIMEOUT; echo "TIMEOUT after ${limit}s" ;;
+  124 | 137)
+    if [ $cut -eq 1 ]; then # stopped by the budget, not by its own limit
+      status="NOT RUN"; echo "NOT RUN: stopped after ${limit}s, the end of the ${budget}s budget"
+    else
+      status=TIMEOUT; echo "TIMEOUT after ${limit}s"
+    fi ;;
   *) status=FAIL; echo "(exit $rc)" ;;
   esac
   record "$name" "$variant" "$status" "$(($(date +%s) - t0))" "$f"
@@ -163,6 +171,15 @@ if ! cc -O2 -std=c11 -shared -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude s
   echo "FAIL: the shim does not build; nothing else can run"
   lib=
 fi
+# The build is a part of its own: without the shim, or (for real) without a
+# CUDA runtime, every other part says NOT RUN, and the run must not say OK.
+build_status=PASS
+[ -n "$lib" ] || build_status=FAIL
+if [ $rehearse -eq 0 ] && [ -z "${CUDART_SO:-}" ]; then
+  echo "FAIL: no CUDA runtime found: the CUDA parts cannot run"; build_status=FAIL
+fi
+record build plain "$build_status" 0 "$work/build.txt"
+record build shim "$build_status" 0 "$work/build.txt"
 built=" "
 if [ -n "$lib" ] && [ -n "${CUDART_SO:-}" ]; then
   for prog in cuda_cycle register_speed cuda_semantics; do
@@ -233,16 +250,19 @@ for d in ${DSP_GPU_CUFILE_DIR:-} /var/tmp "$repo" "${HOME:-/root}" /tmp; do
 done
 echo "cuFile folder: ${cufile_dir:-none where O_DIRECT works}"
 if [ "${built#* cufile_check }" = "$built" ]; then
-  not_run cufile plain "${CUFILE_SO:+cufile_check did not build}${CUFILE_SO:-no libcufile.so.0}"
-  not_run cufile shim "${CUFILE_SO:+cufile_check did not build}${CUFILE_SO:-no libcufile.so.0}"
+  why="cufile_check did not build"
+  [ -n "${CUFILE_SO:-}" ] || why="no libcufile.so.0"
+  [ -n "$lib" ] && [ -n "${CUDART_SO:-}" ] || why="no shim or no CUDA runtime"
+  not_run cufile plain "$why"; not_run cufile shim "$why"
 elif [ -z "$cufile_dir" ]; then
   not_run cufile plain "no writable folder where O_DIRECT works"; not_run cufile shim "no folder"
 else
   # Compat mode: no nvidia-fs on these machines; force it where cuFile reads the variable.
   export CUFILE_FORCE_COMPAT_MODE=true
   f=$cufile_dir/dsp_cufile_check.bin
-  part cufile plain 90 "$work/cufile_check" "$f" "$cufile_mib"
-  part cufile shim 90 env LD_PRELOAD="$lib" DSP_STATS=1 "$work/cufile_check" "$f" "$cufile_mib"
+  # From $work: libcufile writes cufile.log into the current folder.
+  part cufile plain 90 env -C "$work" "$work/cufile_check" "$f" "$cufile_mib"
+  part cufile shim 90 env -C "$work" LD_PRELOAD="$lib" DSP_STATS=1 "$work/cufile_check" "$f" "$cufile_mib"
   rm -f "$f"
 fi
 

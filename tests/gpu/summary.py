@@ -14,7 +14,7 @@ import json
 import sys
 
 # The parts run.sh runs, in order: the rehearsal checks that none is missing.
-PARTS = ["cycle"] + ["semantics_" + m for m in
+PARTS = ["build", "cycle"] + ["semantics_" + m for m in
                      ("freehost_wait", "nonblocking_reuse", "d2h_hinted", "fork_time", "capture")] + \
         ["register", "torch", "torch_hints", "torch_loader", "torch_capture", "cupy", "jax", "cufile"]
 
@@ -22,7 +22,10 @@ PARTS = ["cycle"] + ["semantics_" + m for m in
 #   plain/shim  the figure without the shim over the one with it (times: faster is more)
 #   shim/plain  with over without (rates)
 #   shim, plain the value in that variant; both: the value in both variants
-#   same        1 when the shim's value is the driver's (without the shim), else 0
+#   same        1 when the shim's value is the driver's (without the shim), else 0:
+#               for the driver's behaviours, which the shim must keep, whatever
+#               they turn out to be on the real machine
+#   shim-plain  the value with the shim less the one without (times: ms added)
 # and goal ">= x", "<= x", "== x" or None (reported, not judged).
 GOALS = [
     ("64 MiB cudaHostAlloc+cudaFreeHost cycle", "cycle", "cycle_s", "plain/shim", ">= 3"),
@@ -33,21 +36,21 @@ GOALS = [
      "both", None),
     ("cudaFreeHost time against a busy stream", "semantics_freehost_wait", "freehost_ms", "both", None),
     ("non-blocking copy, free, reuse: data intact", "semantics_nonblocking_reuse",
-     "nonblocking_reuse_intact", "both", "== 1"),
+     "nonblocking_reuse_intact", "same", "== 1"),
     ("D2H into malloc memory landed on return", "semantics_d2h_hinted",
-     "d2h_pageable_landed_before_return", "both", "== 1"),
-    ("fork with cudaHostAlloc memory: time", "semantics_fork_time", "fork_hostalloc_ms", "shim/plain",
-     "<= 2"),
+     "d2h_pageable_landed_before_return", "same", "== 1"),
+    ("fork with cudaHostAlloc memory: ms more", "semantics_fork_time", "fork_hostalloc_ms",
+     "shim-plain", "<= 5"),
     ("fork with registered memory: time", "semantics_fork_time", "fork_registered_ms", "shim/plain", None),
     ("forked child reads the parent's data", "semantics_fork_time", "fork_child_reads_parent_data",
-     "both", "== 1"),
+     "same", "== 1"),
     ("cudaHostAlloc memory shared as the driver's", "semantics_fork_time", "hostalloc_shared", "same",
      "== 1"),
     ("cudaHostAlloc memory out of core dumps", "semantics_fork_time", "hostalloc_dontdump", "same",
      "== 1"),
-    ("attributes during a global capture", "semantics_capture", "capture_attributes_ok", "both", "== 1"),
-    ("capture still valid after them", "semantics_capture", "capture_still_valid", "both", "== 1"),
-    ("captured graph replays", "semantics_capture", "capture_replay_ok", "both", "== 1"),
+    ("attributes during a global capture", "semantics_capture", "capture_attributes_ok", "same", "== 1"),
+    ("capture still valid after them", "semantics_capture", "capture_still_valid", "same", "== 1"),
+    ("captured graph replays", "semantics_capture", "capture_replay_ok", "same", "== 1"),
     ("cudaHostAlloc in a capture: the driver's code", "semantics_capture", "capture_hostalloc_rc",
      "same", "== 1"),
     ("... and the capture invalidated as the driver's", "semantics_capture",
@@ -121,6 +124,9 @@ def main():
         elif how in ("shim", "plain"):
             v = b if how == "shim" else a
             value, shown = v, None if v is None else fmt(v)
+        elif how == "shim-plain":
+            value = None if a is None or b is None else b - a
+            shown = None if value is None else "%s-%s" % (fmt(b), fmt(a))
         elif how == "same":
             value = None if a is None or b is None else float(a == b)
             shown = None if value is None else "%s / %s" % (fmt(a), fmt(b))
@@ -138,6 +144,11 @@ def main():
                       "goal": goal, "verdict": verdict})
     missing = [p for p in PARTS if (p, "plain") not in parts or (p, "shim") not in parts]
     broken = [k for k, v in parts.items() if v["status"] in ("FAIL", "TIMEOUT")]
+    # A part that ran without the shim but not with it: the shim broke what
+    # it needs (a CUDA start-up, an import), not the machine.
+    broken += [(p, "shim") for p in PARTS
+               if parts.get((p, "plain"), {}).get("status") == "PASS"
+               and parts.get((p, "shim"), {}).get("status") == "NOT RUN"]
     missed = [g for g in goals if g["verdict"] == "FAIL"]
     result = {"mode": "rehearsal" if rehearse else "real", "date": diag.get("date"),
               "elapsed_s": int(elapsed), "diagnostics": diag,

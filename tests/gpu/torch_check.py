@@ -1,7 +1,7 @@
 """GPU check, PyTorch: pinned memory from pin_memory() (torch's own
 cudaHostAlloc without the shim, served by the shim with it), checked and
 timed the same way in both runs:
-- pinned, slices pinned, a non-blocking H2D + D2H round trip intact;
+- pinned, and a non-blocking H2D + D2H round trip intact;
 - cudart().cudaHostRegister on a slice of a pinned tensor (callers such as
   ComfyUI do it): the shim answers 0 inside its block;
 - H2D and D2H bandwidth from that memory (h2d_GBps, d2h_GBps);
@@ -15,7 +15,6 @@ torch = g.need_torch_cuda()
 n = 256 * g.MiB
 t = torch.empty(n, dtype=torch.uint8).pin_memory()
 g.check(t.is_pinned(), "pin_memory() result is pinned")
-g.check(t[12345:].is_pinned(), "a slice of a pinned tensor is pinned")
 t.copy_(torch.arange(n, dtype=torch.int64).to(torch.uint8))
 d = t.to("cuda", non_blocking=True)
 back = torch.empty_like(t).pin_memory()
@@ -37,11 +36,14 @@ torch.cuda.synchronize()
 for name, dst, src in (("h2d_GBps", dev, t), ("d2h_GBps", t, dev)):
     dst.copy_(src, non_blocking=True)  # warm
     torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(20):
-        dst.copy_(src, non_blocking=True)
-    torch.cuda.synchronize()
-    g.figure(name, 20 * n / (time.perf_counter() - start) / 1e9, "GB/s")
+    best = float("inf")
+    for _ in range(3):  # best of 3: one loop is a few tens of ms
+        start = time.perf_counter()
+        for _ in range(20):
+            dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    g.figure(name, 20 * n / best / 1e9, "GB/s")
 
 x = torch.empty(64 * g.MiB, dtype=torch.uint8)
 start = time.perf_counter()

@@ -47,8 +47,8 @@ g.check(pinned_all, "every batch the loader handed out is pinned")
 if g.SHIM:
     g.figure("loader_pinned_MiB", g.shim_stats().get("pinned_bytes", 0) / g.MiB, "MiB")
 else:
+    # torch's host allocator: bytes it holds from cudaHostAlloc, cached included
     stats = getattr(torch.cuda, "host_memory_stats", lambda: {})()
-    reserved = [v for k, v in stats.items() if "reserved_bytes" in k and "current" in k]
-    if reserved:
-        g.figure("loader_pinned_MiB", reserved[0] / g.MiB, "MiB")
+    if "allocated_bytes.current" in stats:
+        g.figure("loader_pinned_MiB", stats["allocated_bytes.current"] / g.MiB, "MiB")
 g.done("torch_loader_check")
