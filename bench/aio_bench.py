@@ -33,8 +33,9 @@ def fio(args, env_extra, lib=None):
     if lib:
         env["LD_PRELOAD"] = lib
         env.setdefault("DSP_LOG", "error")
-    out = subprocess.run(["fio", "--output-format=json"] + args, env=env, check=True,
-                         capture_output=True, text=True).stdout
+    # --verify_state_save=0: no local-*-verify.state left in the current folder.
+    out = subprocess.run(["fio", "--output-format=json", "--verify_state_save=0"] + args,
+                         env=env, check=True, capture_output=True, text=True).stdout
     job = json.loads(out[out.index("{"):])["jobs"][0]["read"]
     return job["iops"], job["bw_bytes"] / 1e6  # IOPS, MB/s
 
@@ -44,8 +45,8 @@ def make_file(d, size):
     if not (os.path.exists(path) and os.path.getsize(path) == size):
         subprocess.run(["fio", "--name=fill", f"--filename={path}", f"--size={size}",
                         "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio",
-                        "--iodepth=8", "--output-format=terse"], check=True,
-                       capture_output=True)
+                        "--iodepth=8", "--verify_state_save=0", "--output-format=terse"],
+                       check=True, capture_output=True)
     return path
 
 

@@ -10,8 +10,9 @@
  * other opcode passes through unchanged. docs/io.md explains the rules.
  *
  * The shim links no libaio: the real functions are found at the first call,
- * by version (FIELD-NOTES 4), in a libaio loaded RTLD_LOCAL too; without one,
- * the system calls themselves stand in (libaio's functions are thin wrappers). */
+ * by version (docs/internals.md, "libaio's symbols and conventions"), in a
+ * libaio loaded RTLD_LOCAL too; without one, the system calls themselves stand
+ * in (libaio's functions are thin wrappers). */
 #include "../src/block.h"
 #include "../src/config.h"
 #include "../src/errname.h"

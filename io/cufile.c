@@ -475,9 +475,10 @@ static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t of
         size_t A = a.mem > a.off ? a.mem : a.off;
         /* Direct only where buffer and file offset can both be aligned. */
         /* A direct read past end of file zero-fills the buffer beyond what
-         * it returns (FIELD-NOTES 5): the direct part stops at the last
-         * aligned offset before end of file, the rest is read buffered
-         * (regression: cufile_direct_eof_keeps_bytes). */
+         * it returns (docs/internals.md, "O_DIRECT alignment and end of
+         * file"): the direct part stops at the last aligned offset before end
+         * of file, the rest is read buffered (regression:
+         * cufile_direct_eof_keeps_bytes). */
         struct stat st;
         uint64_t end = (uint64_t)off + size;
         if (!wr) {

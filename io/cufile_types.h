@@ -1,5 +1,6 @@
 /* The slice of the cuFile (GPUDirect Storage) ABI and of the CUDA driver API's
- * pointer attributes the cuFile layer needs (FIELD-NOTES 6). The real cufile.h
+ * pointer attributes the cuFile layer needs (docs/internals.md, "cuFile"). The
+ * real cufile.h
  * needs cuda.h, so the project declares its own; values are those of the
  * public headers (CUfileOpError is 5000 plus a small number). */
 #ifndef DSP_CUFILE_TYPES_H

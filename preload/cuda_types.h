@@ -1,5 +1,6 @@
 /* The slice of the CUDA runtime ABI the shim needs (CUDA 12 and 13 agree on
- * it; FIELD-NOTES 3). The real headers are not needed to build. */
+ * it; docs/internals.md, "CUDA ABI"). The real headers are not needed to
+ * build. */
 #ifndef DSP_CUDA_TYPES_H
 #define DSP_CUDA_TYPES_H
 

@@ -1,6 +1,7 @@
 /* Process-wide initialisation, on the first call from any layer as well as from
  * the library constructor: a linked library's constructor can reach us first
- * (FIELD-NOTES 4). Also the fork handlers. */
+ * (docs/internals.md, "Start-up order and thread-locals"). Also the fork
+ * handlers. */
 #include "cgroup.h"
 #include "config.h"
 #include "fmt.h"

@@ -16,7 +16,8 @@
 #define DSP_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define DSP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define DSP_API         __attribute__((visibility("default")))
-/* Thread-locals on hot paths: initial-exec costs a plain %fs load (FIELD-NOTES 4). */
+/* Thread-locals on hot paths: initial-exec costs a plain %fs load, global-dynamic
+ * a call (docs/internals.md, "Start-up order and thread-locals"). */
 #define DSP_TLS __thread __attribute__((tls_model("initial-exec")))
 
 #define DSP_KiB       ((size_t)1 << 10)

@@ -11,7 +11,8 @@
 void *dsp_sym_next(const char *name, const char *lib_prefix);
 
 /* As dsp_sym_next, for one version of a versioned symbol (dlvsym): libaio
- * exports two io_getevents with different arguments (FIELD-NOTES 4). */
+ * exports two io_getevents with different arguments (docs/internals.md,
+ * "libaio's symbols and conventions"). */
 void *dsp_sym_next_v(const char *name, const char *version, const char *lib_prefix);
 
 #endif

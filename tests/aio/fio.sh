@@ -6,12 +6,15 @@
 # with it, every one of them goes through the bounce path; `all` bounces the
 # aligned ones too.
 # usage: fio.sh LIBDSPRELOAD DIR
-lib=$1
+lib=$(realpath "$1") || exit 1
 dir=${2:-/tmp}
 command -v fio >/dev/null || { echo "fio not installed (scripts/deps installs it)"; exit 1; }
-d=$(mktemp -d "$dir/dsp-fio.XXXXXX")
+d=$(mktemp -d "$dir/dsp-fio.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
 f=$d/stats
 trap 'rm -rf "$d"' EXIT
+# fio writes local-*-verify.state files into the current folder: every run
+# says --verify_state_save=0, and runs in the scratch folder all the same.
+cd "$d" || exit 1
 run() { # policy mode mem_align extra...
   policy=$1 mode=$2 align=$3; shift 3
   opt=; [ "$mode" = thread ] && opt=--thread
@@ -37,7 +40,7 @@ bounced() { # total aio_bounced over the stats files of the last run
 # know that, bounces them too.)
 fstype=$(stat -f -c %T "$dir")
 if [ "$fstype" != tmpfs ] && fio --name=v --directory="$d" --size=4M --ioengine=libaio --direct=1 --bs=4k --rw=randwrite \
-    --mem_align=1 --output-format=terse >/dev/null 2>&1; then
+    --mem_align=1 --verify_state_save=0 --output-format=terse >/dev/null 2>&1; then
   echo "FAIL: fio with mem_align=1 succeeded without the shim: this kernel accepts the buffers"
   exit 1
 fi

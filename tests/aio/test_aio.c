@@ -12,7 +12,8 @@ static const char *disk = "/tmp";    /* ext4 here: 512-byte DIO alignment */
 static const char *mem = "/dev/shm"; /* tmpfs: reports no DIO alignment */
 
 /* A buffer at page + 1 whose page-sized pieces are not multiples of 512: the
- * kernel refuses it for O_DIRECT (FIELD-NOTES 5). */
+ * kernel refuses it for O_DIRECT (it checks each segment: docs/internals.md,
+ * "O_DIRECT alignment and end of file"). */
 static char *misaligned(size_t n) {
     return plain_alloc(n + 1) + 1;
 }

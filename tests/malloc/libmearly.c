@@ -1,5 +1,5 @@
 /* Linked into t_early: its constructor allocates before the shim's own
- * constructor has run (FIELD-NOTES 4). */
+ * constructor has run (docs/internals.md, "Start-up order and thread-locals"). */
 #include <stdlib.h>
 #include <string.h>
 

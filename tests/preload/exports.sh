@@ -2,7 +2,8 @@
 # The library exports the dsp_ API and the hooks, nothing else. dsp_, CUDA,
 # cuFile and malloc-family symbols are unversioned (a version node of our own
 # would stop interposition); the libaio hooks carry exactly libaio's versions,
-# the 0.1 forms included (FIELD-NOTES 4).
+# the 0.1 forms included (docs/internals.md, "Symbol versions and
+# interposition").
 lib=$1
 syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^$")
 mallocs='malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size'
