@@ -1,7 +1,7 @@
 /* The device half of the libcudart double (see fake_cudart.c for host memory):
  * streams that run their work later, on a thread of their own, as a GPU's copy
  * engines do, so that what the driver's documentation makes the caller's
- * business (the CUDA Runtime API, "API synchronization behavior") is visible
+ * business (docs/internals.md, "Copies and graph capture") is visible
  * to a test:
  * - cudaMemcpyAsync to or from pinned memory (cudaHostAlloc'd or registered)
  *   is queued: the host buffer is read or written when the stream gets to it;

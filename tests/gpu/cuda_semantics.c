@@ -1,8 +1,7 @@
 /* GPU check (tests/gpu/run.sh): the driver's memory behaviours that decide
- * whether data survives and what a fork costs (issue 13, FIELD-NOTES section
- * 8), measured the same way without the shim (the driver's answer) and with
- * it (ours, malloc hints on):
- *   cuda_semantics MODE [--gib G]
+ * whether data survives and what a fork costs (issue 13; docs/internals.md,
+ * "The driver's memory and fork" and "Copies and graph capture"), measured the same way without the
+ * shim (the driver's answer) and with it (ours, malloc hints on): cuda_semantics MODE [--gib G]
  * MODE:
  *   freehost_wait      does cudaFreeHost wait while another stream is busy
  *   nonblocking_reuse  malloc, async H2D, free, the next malloc written at
@@ -131,7 +130,8 @@ static double timed_fork(const unsigned char *p, size_t len, unsigned char v, in
         if (pid == 0) _exit(p[0] == v && p[len / 2] == v && p[len - 1] == v ? 0 : 3);
         double ms = (gpu_now() - t) * 1e3;
         int st = 0;
-        *child_ok &= pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        *child_ok &=
+            pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
         if (ms < best) best = ms;
     }
     return best;

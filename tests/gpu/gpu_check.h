@@ -3,7 +3,7 @@
  * one source builds against CUDA 12 and 13 (whose headers changed several of
  * these signatures: cudaGraphInstantiate, cudaStreamGetCaptureInfo, the
  * attributes struct) and against the project's double in the rehearsal.
- * Every call here has the same ABI in CUDA 12 and 13 (FIELD-NOTES section 3).
+ * Every call here has the same ABI in CUDA 12 and 13 (docs/internals.md, "CUDA ABI").
  *
  * Output contract of every program: figure lines "NAME VALUE UNIT", "FAIL ..."
  * lines and exit 1 when a check fails, exit 77 when it cannot run here. */

@@ -5,8 +5,8 @@
  * (register_<size>_GBps) and cudaHostUnregister. The driver pins page by page;
  * under the shim a registration of program memory passes through, so the
  * ratio shows what the shim's hook costs. A single registration larger than
- * r580 drivers accept (512 GiB, FIELD-NOTES section 8) cannot be tried on a
- * 128 GiB machine: the shim registers each of its blocks in one call. */
+ * r580 drivers accept (512 GiB, docs/internals.md, "The driver's memory and fork") cannot be tried
+ * on a 128 GiB machine: the shim registers each of its blocks in one call. */
 #include "gpu_check.h"
 
 #include <string.h>
