@@ -45,6 +45,7 @@ static struct {
     cudaError_t (*PointerGetAttributes)(struct cudaPointerAttributes *, const void *);
     cudaError_t (*DeviceSynchronize)(void);
     cudaError_t (*GetLastError)(void);
+    cudaError_t (*ExchangeCaptureMode)(int *); /* optional: CUDA 10.1+ */
 } real;
 
 /* 0: not resolved yet; 1: serving; 2: pass everything through (DSP_CUDA=off,
@@ -113,6 +114,7 @@ static int resolve_slow(void) {
     RESOLVE(PointerGetAttributes, "cudaPointerGetAttributes");
     RESOLVE(DeviceSynchronize, "cudaDeviceSynchronize");
     RESOLVE(GetLastError, "cudaGetLastError");
+    RESOLVE(ExchangeCaptureMode, "cudaThreadExchangeStreamCaptureMode");
     if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
     /* After init, whose fork handlers (the manager's mutex) must come first:
      * prepare handlers run in reverse order, so ours lock before the
@@ -391,7 +393,16 @@ static int register_on_demand(const void *p, struct dsp_block *b) {
     }
     pending[slot] = b->base;
     dsp_unlock(&ondemand_mu);
+    /* The question (cudaPointerGetAttributes, what torch's is_pinned() asks)
+     * is allowed during a graph capture; a registration is not, in the
+     * caller's global mode: it would fail with 900 and invalidate the
+     * application's capture. So the registration is made in the relaxed mode,
+     * as torch makes its own cudaHostAlloc, and the thread's mode restored
+     * (regression: is_pinned_during_capture_keeps_the_capture). */
+    int mode = cudaStreamCaptureModeRelaxed;
+    int relaxed = real.ExchangeCaptureMode && real.ExchangeCaptureMode(&mode) == cudaSuccess;
     int ok = register_block(b->base, b->len, b->flags & DSP_BLOCKF_USER) == cudaSuccess;
+    if (relaxed) real.ExchangeCaptureMode(&mode);
     dsp_lock(&ondemand_mu);
     pending[slot] = 0;
     pthread_cond_broadcast(&ondemand_done);

@@ -26,6 +26,14 @@ enum {
     cudaHostRegisterReadOnly = 8,
 };
 
+/* cudaStreamCaptureMode: how a thread's calls interact with graph captures
+ * (docs/internals.md, "Copies and graph capture"). */
+enum {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2,
+};
+
 /* struct cudaPointerAttributes is 24 bytes in CUDA 11/12 and 88 in 13: the
  * shim never touches one, it only passes the caller's pointer on. */
 struct cudaPointerAttributes;
