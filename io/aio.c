@@ -283,7 +283,7 @@ static int fd_query(int fd, struct fdinfo *cache, int *n, struct dsp_dio_align *
             return cache[i].direct;
         }
     int e = errno;
-    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0, 0}};
+    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0}};
     if (fi.direct && dsp_dio_align(fd, &fi.a) != 0) fi.direct = 0;
     errno = e;
     if (*n < FD_CACHE) cache[(*n)++] = fi;

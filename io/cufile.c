@@ -458,7 +458,7 @@ static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t of
     if ((uint64_t)off + size > (uint64_t)INT64_MAX) return -2;
     size_t head = 0, mid = 0;
     int dfd = -1, bfd = hd->fd;
-    struct dsp_dio_align a = {0, 0, 0};
+    struct dsp_dio_align a = {0, 0};
     if (fl & O_DIRECT) {
         /* A file's alignment does not change: asked once per handle. */
         pthread_mutex_lock(&mu);
