@@ -18,7 +18,6 @@ void dsp_log_once(int *once, int level, const char *fmt, ...) __attribute__((for
  * user asked for, such as DSP_STATS). */
 void dsp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-#define dsp_error(...) dsp_log(DSP_LOG_ERROR, __VA_ARGS__)
 #define dsp_warn(...)  dsp_log(DSP_LOG_WARN, __VA_ARGS__)
 #define dsp_info(...)  dsp_log(DSP_LOG_INFO, __VA_ARGS__)
 #define dsp_debug(...) dsp_log(DSP_LOG_DEBUG, __VA_ARGS__)
