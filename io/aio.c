@@ -41,9 +41,6 @@
 #define MAX_SEGS  32   /* iovecs a bounced vectored request may have */
 #define MAX_STATE 4096 /* bounced requests in flight */
 #define FD_CACHE  8    /* distinct fds queried per io_submit */
-/* The most one read or write moves (the kernel's MAX_RW_COUNT): larger or
- * wrapping lengths are the kernel's to refuse or truncate, never bounced. */
-#define MAX_RW ((uint64_t)0x7ffff000)
 
 typedef void *io_context_t; /* libaio's: a pointer that holds the kernel's aio_context_t */
 
@@ -311,13 +308,13 @@ struct segs {
     int pinned;
     uint64_t bits; /* every base and length ORed: their common alignment */
     uint64_t total;
-    int huge; /* a length over MAX_RW, or a sum that is: never bounced */
+    int huge; /* a length over DSP_MAX_RW, or a sum that is: never bounced */
 };
 static inline void seg_add(struct segs *g, int i, struct iovec one) {
     if (i < MAX_SEGS) g->seg[i] = one;
     g->bits |= (uintptr_t)one.iov_base | one.iov_len;
-    /* Each length is at most MAX_RW here, so the sum cannot wrap. */
-    if (one.iov_len > MAX_RW || (g->total += one.iov_len) > MAX_RW) g->huge = 1;
+    /* Each length is at most DSP_MAX_RW here, so the sum cannot wrap. */
+    if (one.iov_len > DSP_MAX_RW || (g->total += one.iov_len) > DSP_MAX_RW) g->huge = 1;
     if (g->pinned && !g->huge) g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
 }
 
@@ -330,7 +327,7 @@ static int scan_segs(const struct plan *p, struct segs *g) {
         g->n = 1;
         g->bits = p->buf | p->nbytes;
         g->total = p->nbytes;
-        g->huge = p->nbytes > MAX_RW;
+        g->huge = p->nbytes > DSP_MAX_RW;
         g->pinned = !g->huge && dsp_reg_contains(p->buf, p->nbytes);
         return 0;
     }
@@ -580,8 +577,8 @@ static int fast_classify(struct iocb **ios, long n, uint8_t *cls) {
             uint64_t bits = buf | len | (op == IOCB_CMD_PREAD ? (uint64_t)cb->aio_offset : 0);
             if (policy != P_NEVER && (policy != P_MISALIGNED || (bits & (DSP_DIO_MAX_ALIGN - 1))))
                 break;
-            cls[i] =
-                len <= MAX_RW && dsp_reg_contains(buf, len) ? C_DIRECT_PINNED : C_DIRECT_UNPINNED;
+            cls[i] = len <= DSP_MAX_RW && dsp_reg_contains(buf, len) ? C_DIRECT_PINNED
+                                                                     : C_DIRECT_UNPINNED;
         }
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         all = i == n;

@@ -401,7 +401,7 @@ static size_t xfer(int fd, int wr, char *p, size_t n, off_t off, int *err) {
     size_t done = 0;
     *err = 0;
     while (done < n) {
-        size_t chunk = n - done > 0x7ffff000u ? 0x7ffff000u : n - done;
+        size_t chunk = n - done > DSP_MAX_RW ? DSP_MAX_RW : n - done;
         ssize_t r = wr ? pwrite(fd, p + done, chunk, off + (off_t)done)
                        : pread(fd, p + done, chunk, off + (off_t)done);
         if (r < 0) {
