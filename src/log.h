@@ -3,7 +3,7 @@
 #ifndef DSP_LOG_H
 #define DSP_LOG_H
 
-enum dsp_level { DSP_LOG_ERROR = 0, DSP_LOG_WARN = 1, DSP_LOG_INFO = 2, DSP_LOG_DEBUG = 3 };
+#include "config.h" /* the levels: DSP_LOG_ERROR to DSP_LOG_DEBUG, DSP_LOG's values */
 
 extern int dsp_log_level; /* set from DSP_LOG at init; warn before that */
 extern int dsp_log_fd;    /* 2; tests point it at a pipe */
