@@ -44,7 +44,6 @@
 
 typedef void *io_context_t; /* libaio's: a pointer that holds the kernel's aio_context_t */
 
-enum policy { P_MISALIGNED = 0, P_UNPINNED = 1, P_NEVER = 2, P_ALL = 3 };
 enum cls { C_PASS = 0, C_DIRECT_PINNED, C_DIRECT_UNPINNED, C_BOUNCED };
 
 /* A bounced request: the iocb the kernel sees, and what completion needs. */
@@ -156,9 +155,8 @@ static void resolve(void) {
         active = 1;
         pthread_atfork(fork_prepare, fork_parent, fork_child);
         dsp_add_trimmer(dsp_bounce_trim);
-        static const char *const names[] = {"misaligned", "unpinned", "never", "all"};
-        dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes", names[policy],
-                 dsp_opt(DSP_OPT_BOUNCE_POOL));
+        dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes",
+                 dsp_opt_desc[DSP_OPT_AIO_BOUNCE].choices[policy], dsp_opt(DSP_OPT_BOUNCE_POOL));
     }
     atomic_store_explicit(&ready, 1, memory_order_release);
 }
@@ -408,22 +406,23 @@ static int wants_bounce(const struct plan *p, const struct segs *g, struct fdinf
     int rd = is_read(p->op);
     int candidate;
     switch (policy) {
-    case P_NEVER:
+    case DSP_AIO_BOUNCE_NEVER:
         return 0;
-    case P_ALL:
+    case DSP_AIO_BOUNCE_ALL:
         candidate = 1;
         break;
     default:
         /* Aligned to every known rule: no system call needed to know it passes. */
         candidate = (g->bits & (DSP_DIO_MAX_ALIGN - 1)) ||
                     (rd && (((uint64_t)p->off | g->total) & (DSP_DIO_MAX_ALIGN - 1))) ||
-                    (policy == P_UNPINNED && !g->pinned);
+                    (policy == DSP_AIO_BOUNCE_UNPINNED && !g->pinned);
     }
     if (!candidate || p->off < 0 || !fd_query((int)p->fd, cache, ncache, a)) return 0;
     int mem_ok = (g->bits & (a->mem - 1)) == 0;
     int off_ok = (((uint64_t)p->off | g->total) & (a->off - 1)) == 0;
     if (!rd && !off_ok) return 0; /* a misaligned write stays the caller's: the kernel's -EINVAL */
-    return !mem_ok || !off_ok || policy == P_ALL || (policy == P_UNPINNED && !g->pinned);
+    return !mem_ok || !off_ok || policy == DSP_AIO_BOUNCE_ALL ||
+           (policy == DSP_AIO_BOUNCE_UNPINNED && !g->pinned);
 }
 
 /* Decides p's class, preparing a bounce where one is needed: -EFAULT when
@@ -575,7 +574,8 @@ static int fast_classify(struct iocb **ios, long n, uint8_t *cls) {
             }
             uint64_t buf = cb->aio_buf, len = cb->aio_nbytes;
             uint64_t bits = buf | len | (op == IOCB_CMD_PREAD ? (uint64_t)cb->aio_offset : 0);
-            if (policy != P_NEVER && (policy != P_MISALIGNED || (bits & (DSP_DIO_MAX_ALIGN - 1))))
+            if (policy != DSP_AIO_BOUNCE_NEVER &&
+                (policy != DSP_AIO_BOUNCE_MISALIGNED || (bits & (DSP_DIO_MAX_ALIGN - 1))))
                 break;
             cls[i] = len <= DSP_MAX_RW && dsp_reg_contains(buf, len) ? C_DIRECT_PINNED
                                                                      : C_DIRECT_UNPINNED;

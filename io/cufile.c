@@ -177,7 +177,7 @@ static int resolve_slow(void) {
         return 0; /* no libcufile loaded yet: not settled, retry at the next call */
     atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
                           memory_order_relaxed);
-    int m = dsp_opt(DSP_OPT_CUFILE) == 1 ? 2 : 1;
+    int m = dsp_opt(DSP_OPT_CUFILE) == DSP_CUFILE_OFF ? 2 : 1;
     int expected = 0;
     atomic_compare_exchange_strong(&mode, &expected, m);
     return atomic_load(&mode);

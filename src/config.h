@@ -25,8 +25,6 @@ enum dsp_opt_id {
 #undef DSP_CHOICE
 #undef DSP_CHOICE_VALUE_
 
-enum { DSP_HUGE_AUTO = 0, DSP_HUGE_ALWAYS = 1, DSP_HUGE_NEVER = 2 };
-
 struct dsp_opt_desc {
     const char *name; /* "DSP_LOG" */
     enum dsp_opt_type type;

@@ -155,8 +155,8 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
      * Huge-page chunks populated fresh memory at 2.8 ms a chunk here, against
      * 0.4 ms in small pages (64 KiB blocks fell to 0.6x posix_memalign+mlock;
      * bench/pin_bench section 5, issue 12). */
-    int huge =
-        m->huge_mode == DSP_HUGE_ALWAYS || (m->huge_mode == DSP_HUGE_AUTO && len >= DSP_HUGE_PAGE);
+    int huge = m->huge_mode == DSP_HUGEPAGES_ALWAYS ||
+               (m->huge_mode == DSP_HUGEPAGES_AUTO && len >= DSP_HUGE_PAGE);
     s = dsp_arena_take(pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
         dsp_budget_release(pin, lock);
