@@ -205,7 +205,7 @@ static void bench_first_pin(size_t len, int reps, int variants) {
     snprintf(id, sizeof id, "pin.first_pin.%zuGiB", len >> 30);
     add_row(id, name, "s", summarize(s, reps), base, 2);
     if (!variants) return;
-    dsp_mgr.huge_mode = DSP_HUGE_NEVER;
+    dsp_mgr.huge_mode = DSP_HUGEPAGES_NEVER;
     for (int i = 0; i < reps; i++) s[i] = shim_first(len);
     snprintf(name, sizeof name, "  variant: DSP_HUGEPAGES=never, %zu GiB", len >> 30);
     snprintf(id, sizeof id, "pin.first_pin.%zuGiB.hugepages_never", len >> 30);

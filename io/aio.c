@@ -42,13 +42,9 @@
 #define MAX_SEGS  32   /* iovecs a bounced vectored request may have */
 #define MAX_STATE 4096 /* bounced requests in flight */
 #define FD_CACHE  8    /* distinct fds queried per io_submit */
-/* The most one read or write moves (the kernel's MAX_RW_COUNT): larger or
- * wrapping lengths are the kernel's to refuse or truncate, never bounced. */
-#define MAX_RW ((uint64_t)0x7ffff000)
 
 typedef void *io_context_t; /* libaio's: a pointer that holds the kernel's aio_context_t */
 
-enum policy { P_MISALIGNED = 0, P_UNPINNED = 1, P_NEVER = 2, P_ALL = 3 };
 enum cls { C_PASS = 0, C_DIRECT_PINNED, C_DIRECT_UNPINNED, C_BOUNCED };
 
 /* A bounced request: the iocb the kernel sees, and what completion needs. */
@@ -160,9 +156,8 @@ static void resolve(void) {
         active = 1;
         pthread_atfork(fork_prepare, fork_parent, fork_child);
         dsp_add_trimmer(dsp_bounce_trim);
-        static const char *const names[] = {"misaligned", "unpinned", "never", "all"};
-        dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes", names[policy],
-                 dsp_opt(DSP_OPT_BOUNCE_POOL));
+        dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes",
+                 dsp_opt_desc[DSP_OPT_AIO_BOUNCE].choices[policy], dsp_opt(DSP_OPT_BOUNCE_POOL));
     }
     atomic_store_explicit(&ready, 1, memory_order_release);
 }
@@ -284,7 +279,7 @@ static int fd_query(int fd, struct fdinfo *cache, int *n, struct dsp_dio_align *
             return cache[i].direct;
         }
     int e = errno;
-    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0, 0}};
+    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0}};
     if (fi.direct && dsp_dio_align(fd, &fi.a) != 0) fi.direct = 0;
     errno = e;
     if (*n < FD_CACHE) cache[(*n)++] = fi;
@@ -312,13 +307,13 @@ struct segs {
     int pinned;
     uint64_t bits; /* every base and length ORed: their common alignment */
     uint64_t total;
-    int huge; /* a length over MAX_RW, or a sum that is: never bounced */
+    int huge; /* a length over DSP_MAX_RW, or a sum that is: never bounced */
 };
 static inline void seg_add(struct segs *g, int i, struct iovec one) {
     if (i < MAX_SEGS) g->seg[i] = one;
     g->bits |= (uintptr_t)one.iov_base | one.iov_len;
-    /* Each length is at most MAX_RW here, so the sum cannot wrap. */
-    if (one.iov_len > MAX_RW || (g->total += one.iov_len) > MAX_RW) g->huge = 1;
+    /* Each length is at most DSP_MAX_RW here, so the sum cannot wrap. */
+    if (one.iov_len > DSP_MAX_RW || (g->total += one.iov_len) > DSP_MAX_RW) g->huge = 1;
     if (g->pinned && !g->huge) g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
 }
 
@@ -331,7 +326,7 @@ static int scan_segs(const struct plan *p, struct segs *g) {
         g->n = 1;
         g->bits = p->buf | p->nbytes;
         g->total = p->nbytes;
-        g->huge = p->nbytes > MAX_RW;
+        g->huge = p->nbytes > DSP_MAX_RW;
         g->pinned = !g->huge && dsp_reg_contains(p->buf, p->nbytes);
         return 0;
     }
@@ -412,22 +407,23 @@ static int wants_bounce(const struct plan *p, const struct segs *g, struct fdinf
     int rd = is_read(p->op);
     int candidate;
     switch (policy) {
-    case P_NEVER:
+    case DSP_AIO_BOUNCE_NEVER:
         return 0;
-    case P_ALL:
+    case DSP_AIO_BOUNCE_ALL:
         candidate = 1;
         break;
     default:
         /* Aligned to every known rule: no system call needed to know it passes. */
         candidate = (g->bits & (DSP_DIO_MAX_ALIGN - 1)) ||
                     (rd && (((uint64_t)p->off | g->total) & (DSP_DIO_MAX_ALIGN - 1))) ||
-                    (policy == P_UNPINNED && !g->pinned);
+                    (policy == DSP_AIO_BOUNCE_UNPINNED && !g->pinned);
     }
     if (!candidate || p->off < 0 || !fd_query((int)p->fd, cache, ncache, a)) return 0;
     int mem_ok = (g->bits & (a->mem - 1)) == 0;
     int off_ok = (((uint64_t)p->off | g->total) & (a->off - 1)) == 0;
     if (!rd && !off_ok) return 0; /* a misaligned write stays the caller's: the kernel's -EINVAL */
-    return !mem_ok || !off_ok || policy == P_ALL || (policy == P_UNPINNED && !g->pinned);
+    return !mem_ok || !off_ok || policy == DSP_AIO_BOUNCE_ALL ||
+           (policy == DSP_AIO_BOUNCE_UNPINNED && !g->pinned);
 }
 
 /* Decides p's class, preparing a bounce where one is needed: -EFAULT when
@@ -579,10 +575,11 @@ static int fast_classify(struct iocb **ios, long n, uint8_t *cls) {
             }
             uint64_t buf = cb->aio_buf, len = cb->aio_nbytes;
             uint64_t bits = buf | len | (op == IOCB_CMD_PREAD ? (uint64_t)cb->aio_offset : 0);
-            if (policy != P_NEVER && (policy != P_MISALIGNED || (bits & (DSP_DIO_MAX_ALIGN - 1))))
+            if (policy != DSP_AIO_BOUNCE_NEVER &&
+                (policy != DSP_AIO_BOUNCE_MISALIGNED || (bits & (DSP_DIO_MAX_ALIGN - 1))))
                 break;
-            cls[i] =
-                len <= MAX_RW && dsp_reg_contains(buf, len) ? C_DIRECT_PINNED : C_DIRECT_UNPINNED;
+            cls[i] = len <= DSP_MAX_RW && dsp_reg_contains(buf, len) ? C_DIRECT_PINNED
+                                                                     : C_DIRECT_UNPINNED;
         }
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         all = i == n;

@@ -177,7 +177,7 @@ static int resolve_slow(void) {
         return 0; /* no libcufile loaded yet: not settled, retry at the next call */
     atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
                           memory_order_relaxed);
-    int m = dsp_opt(DSP_OPT_CUFILE) == 1 ? 2 : 1;
+    int m = dsp_opt(DSP_OPT_CUFILE) == DSP_CUFILE_OFF ? 2 : 1;
     int expected = 0;
     atomic_compare_exchange_strong(&mode, &expected, m);
     return atomic_load(&mode);
@@ -401,7 +401,7 @@ static size_t xfer(int fd, int wr, char *p, size_t n, off_t off, int *err) {
     size_t done = 0;
     *err = 0;
     while (done < n) {
-        size_t chunk = n - done > 0x7ffff000u ? 0x7ffff000u : n - done;
+        size_t chunk = n - done > DSP_MAX_RW ? DSP_MAX_RW : n - done;
         ssize_t r = wr ? pwrite(fd, p + done, chunk, off + (off_t)done)
                        : pread(fd, p + done, chunk, off + (off_t)done);
         if (r < 0) {
@@ -458,7 +458,7 @@ static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t of
     if ((uint64_t)off + size > (uint64_t)INT64_MAX) return -2;
     size_t head = 0, mid = 0;
     int dfd = -1, bfd = hd->fd;
-    struct dsp_dio_align a = {0, 0, 0};
+    struct dsp_dio_align a = {0, 0};
     if (fl & O_DIRECT) {
         /* A file's alignment does not change: asked once per handle. */
         pthread_mutex_lock(&mu);

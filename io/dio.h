@@ -5,7 +5,6 @@
 #ifndef DSP_DIO_H
 #define DSP_DIO_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 /* An I/O whose buffer, length and file offset are multiples of this meets
@@ -21,9 +20,7 @@
 struct dsp_dio_align {
     uint32_t mem; /* buffer address and length (per segment), power of two */
     uint32_t off; /* file offset and length, power of two */
-    int source;   /* DSP_DIO_FROM_* */
 };
-enum { DSP_DIO_FROM_STATX = 0, DSP_DIO_FROM_BLKDEV = 1, DSP_DIO_FROM_FALLBACK = 2 };
 
 /* The alignment O_DIRECT needs on fd's file: 0, or -errno (EBADF...). */
 int dsp_dio_align(int fd, struct dsp_dio_align *out);
@@ -31,11 +28,5 @@ int dsp_dio_align(int fd, struct dsp_dio_align *out);
 /* O_DIRECT set on fd now (flags change with F_SETFL; fds are reused, so this
  * is never cached): 1, 0, or -errno. */
 int dsp_dio_is_direct(int fd);
-
-/* 1 when [p, p+len) and the file offset meet the alignment. */
-static inline int dsp_dio_aligned(uintptr_t p, size_t len, uint64_t off,
-                                  const struct dsp_dio_align *a) {
-    return ((p | len) & (a->mem - 1)) == 0 && ((off | len) & (a->off - 1)) == 0;
-}
 
 #endif

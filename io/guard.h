@@ -63,7 +63,7 @@ void dsp_guard_leave(int prev);
 /* Rules out, without touching it, memory no process can map: the first 64 KiB
  * (NULL and small integers) and addresses past the user half. */
 static inline int dsp_guard_plausible(uintptr_t p, size_t n) {
-    return p >= 65536 && p + n >= p && p + n <= (uintptr_t)1 << 56;
+    return p >= 65536 && p + n >= p && p + n <= DSP_USER_VA_END;
 }
 
 /* memcpy that answers -EFAULT (with dst partly written) instead of faulting:

@@ -122,7 +122,7 @@ static int resolve_slow(void) {
     pthread_once(&atfork_once, register_atfork);
     if (!real.HostRegister || !real.HostUnregister || !real.DeviceSynchronize || !real.GetLastError)
         return 0; /* no libcudart loaded yet (a probe): not settled, retry at the next call */
-    int m = dsp_opt(DSP_OPT_CUDA) == 1 ? 2 : 1;
+    int m = dsp_opt(DSP_OPT_CUDA) == DSP_CUDA_OFF ? 2 : 1;
     if (m == 1) dsp_set_layer(&layer_ops);
     int expected = 0;
     atomic_compare_exchange_strong(&mode, &expected, m);

@@ -27,7 +27,6 @@ void dsp_bins_insert(struct dsp_bins *b, struct dsp_span *s) {
     b->sl_map[fl] |= (uint8_t)(1u << sl);
     b->fl_map |= 1ull << fl;
     b->bytes += s->len;
-    b->count++;
 }
 
 void dsp_bins_remove(struct dsp_bins *b, struct dsp_span *s) {
@@ -43,7 +42,6 @@ void dsp_bins_remove(struct dsp_bins *b, struct dsp_span *s) {
     }
     s->bprev = s->bnext = NULL;
     b->bytes -= s->len;
-    b->count--;
 }
 
 struct dsp_span *dsp_bins_find(struct dsp_bins *b, size_t len) {

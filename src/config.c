@@ -7,10 +7,18 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+/* A choice's forms are its words joined by | ([1]: past the first |). */
+#define CHOICE_FORM(id, value, word) "|" #word
+#define CHOICE_WORD(id, value, word) #word,
+#define CHOICE_FORMS(id)             (&(DSP_CHOICES_##id(CHOICE_FORM))[1])
+#define CHOICE_WORDS(id)             ((const char *const[]){DSP_CHOICES_##id(CHOICE_WORD) NULL})
 const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT] = {
-#define DSP_OPTION(id, type, def, forms, help) {"DSP_" #id, DSP_T_##type, def, forms, help},
+#define DSP_OPTION(id, type, def, forms, help) {"DSP_" #id, DSP_T_##type, def, forms, help, NULL},
+#define DSP_CHOICE(id, def, help)                                                                  \
+    {"DSP_" #id, DSP_T_ENUM, def, CHOICE_FORMS(id), help, CHOICE_WORDS(id)},
 #include "options.h"
 #undef DSP_OPTION
+#undef DSP_CHOICE
 };
 
 struct dsp_config dsp_cfg;
@@ -24,22 +32,10 @@ static int word_eq(const char *a, const char *b) {
     return *a == 0 && *b == 0;
 }
 
-static int parse_enum(const char *choices, const char *text, long long *out) {
-    int index = 0;
-    for (const char *p = choices;; index++) {
-        const char *bar = strchr(p, '|');
-        size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        char word[32];
-        if (n >= sizeof word) return -1;
-        memcpy(word, p, n);
-        word[n] = 0;
-        if (word_eq(word, text)) {
-            *out = index;
-            return 0;
-        }
-        if (!bar) return -1;
-        p = bar + 1;
-    }
+static int parse_enum(const char *const *words, const char *text, long long *out) {
+    for (int i = 0; words[i]; i++)
+        if (word_eq(words[i], text)) return *out = i, 0;
+    return -1;
 }
 
 static int parse_bool(const char *t, long long *out) {
@@ -144,7 +140,7 @@ int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long
     case DSP_T_INT:
         return parse_int(text, 0, 64, out);
     case DSP_T_ENUM:
-        return parse_enum(d->forms, text, out);
+        return parse_enum(d->choices, text, out);
     case DSP_T_STRING:
         *out = 0;
         return 0;

@@ -8,12 +8,22 @@ enum dsp_opt_type { DSP_T_BOOL, DSP_T_INT, DSP_T_SIZE, DSP_T_ENUM, DSP_T_STRING,
 
 enum dsp_opt_id {
 #define DSP_OPTION(id, type, def, forms, help) DSP_OPT_##id,
+#define DSP_CHOICE(id, def, help)              DSP_OPT_##id,
 #include "options.h"
 #undef DSP_OPTION
+#undef DSP_CHOICE
     DSP_OPT_COUNT
 };
 
-enum { DSP_HUGE_AUTO = 0, DSP_HUGE_ALWAYS = 1, DSP_HUGE_NEVER = 2 };
+/* The values of each choice, as dsp_opt returns them: DSP_LOG_WARN,
+ * DSP_HUGEPAGES_NEVER, DSP_AIO_BOUNCE_ALL... */
+#define DSP_CHOICE_VALUE_(id, value, word) DSP_##id##_##value,
+#define DSP_OPTION(id, type, def, forms, help)
+#define DSP_CHOICE(id, def, help) enum { DSP_CHOICES_##id(DSP_CHOICE_VALUE_) };
+#include "options.h"
+#undef DSP_OPTION
+#undef DSP_CHOICE
+#undef DSP_CHOICE_VALUE_
 
 struct dsp_opt_desc {
     const char *name; /* "DSP_LOG" */
@@ -21,6 +31,7 @@ struct dsp_opt_desc {
     const char *def;
     const char *forms;
     const char *help;
+    const char *const *choices; /* ENUM: the word of each value, then NULL */
 };
 
 extern const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT];

@@ -25,6 +25,12 @@
 #define DSP_GiB       ((size_t)1 << 30)
 #define DSP_PAGE      ((size_t)4096)
 #define DSP_HUGE_PAGE (2 * DSP_MiB)
+/* The end of user address space with 5-level paging (2^47 with 4-level): no
+ * mapping reaches past it, so no larger allocation or buffer can exist. */
+#define DSP_USER_VA_END ((size_t)1 << 56)
+/* The most one read or write moves (the kernel's MAX_RW_COUNT, INT_MAX
+ * rounded down to a page): the kernel cuts longer ones short. */
+#define DSP_MAX_RW ((size_t)0x7ffff000)
 
 static inline size_t dsp_align_up(size_t v, size_t a) {
     return (v + a - 1) & ~(a - 1);

@@ -3,7 +3,7 @@
 #ifndef DSP_LOG_H
 #define DSP_LOG_H
 
-enum dsp_level { DSP_LOG_ERROR = 0, DSP_LOG_WARN = 1, DSP_LOG_INFO = 2, DSP_LOG_DEBUG = 3 };
+#include "config.h" /* the levels: DSP_LOG_ERROR to DSP_LOG_DEBUG, DSP_LOG's values */
 
 extern int dsp_log_level; /* set from DSP_LOG at init; warn before that */
 extern int dsp_log_fd;    /* 2; tests point it at a pipe */
@@ -18,7 +18,6 @@ void dsp_log_once(int *once, int level, const char *fmt, ...) __attribute__((for
  * user asked for, such as DSP_STATS). */
 void dsp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-#define dsp_error(...) dsp_log(DSP_LOG_ERROR, __VA_ARGS__)
 #define dsp_warn(...)  dsp_log(DSP_LOG_WARN, __VA_ARGS__)
 #define dsp_info(...)  dsp_log(DSP_LOG_INFO, __VA_ARGS__)
 #define dsp_debug(...) dsp_log(DSP_LOG_DEBUG, __VA_ARGS__)

@@ -7,7 +7,7 @@
 int dsp_mrule_request(size_t size, size_t align, size_t *req) {
     if (align & (align - 1) || align > DSP_MRULE_MAX_ALIGN) return -1;
     size_t pad = align > DSP_PAGE ? align - DSP_PAGE : 0, r;
-    if (__builtin_add_overflow(size, pad, &r) || r > ((size_t)1 << 56) || r == 0) return -1;
+    if (__builtin_add_overflow(size, pad, &r) || r > DSP_USER_VA_END || r == 0) return -1;
     *req = r;
     return 0;
 }

@@ -97,7 +97,7 @@ static int go_live(struct dsp_span *s, size_t len) {
 
 void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (!size) return fail(EINVAL);
-    if (size > ((size_t)1 << 56) || !dsp_ensure_init()) return fail(ENOMEM);
+    if (size > DSP_USER_VA_END || !dsp_ensure_init()) return fail(ENOMEM);
     struct dsp_manager *m = &dsp_mgr;
     size_t len = dsp_align_up(size, DSP_PAGE);
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
@@ -155,8 +155,8 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
      * Huge-page chunks populated fresh memory at 2.8 ms a chunk here, against
      * 0.4 ms in small pages (64 KiB blocks fell to 0.6x posix_memalign+mlock;
      * bench/pin_bench section 5, issue 12). */
-    int huge =
-        m->huge_mode == DSP_HUGE_ALWAYS || (m->huge_mode == DSP_HUGE_AUTO && len >= DSP_HUGE_PAGE);
+    int huge = m->huge_mode == DSP_HUGEPAGES_ALWAYS ||
+               (m->huge_mode == DSP_HUGEPAGES_AUTO && len >= DSP_HUGE_PAGE);
     s = dsp_arena_take(pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
         dsp_budget_release(pin, lock);
@@ -313,7 +313,7 @@ void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {
      * registered on demand and freed sits in its pool). Only a budget
      * refusal (ENOMEM) empties that pool, not any failure. */
     void *p = dsp_block_alloc(size, how | DSP_BLK_RETRY, out);
-    if (!p && errno == ENOMEM && size <= ((size_t)1 << 56)) {
+    if (!p && errno == ENOMEM && size <= DSP_USER_VA_END) {
         layer->make_room(dsp_align_up(size, DSP_PAGE));
         p = dsp_block_alloc(size, how, out);
     }

@@ -1,8 +1,14 @@
 /* The one table of dspreload's environment variables. Parsing (config.c), the
  * printed reference (dspreload env) and docs/configuration.md all come from it.
  *
- * DSP_OPTION(id, type, default, accepted forms, help) */
-DSP_OPTION(LOG, ENUM, "warn", "error|warn|info|debug",
+ * DSP_OPTION(id, type, default, accepted forms, help), or for a choice
+ * DSP_CHOICE(id, default, help), its values listed once, in order, by
+ * DSP_CHOICES_<id>(X) as X(id, VALUE, word): config.h makes of them the
+ * constants DSP_<id>_<VALUE> that dsp_opt(DSP_OPT_<id>) returns, config.c the
+ * words accepted and printed. */
+#define DSP_CHOICES_LOG(X)                                                                         \
+    X(LOG, ERROR, error) X(LOG, WARN, warn) X(LOG, INFO, info) X(LOG, DEBUG, debug)
+DSP_CHOICE(LOG, "warn",
            "Messages printed on stderr, each prefixed dspreload[PID]: warn shows failures "
            "and fallbacks, info adds one line per setting decided at start-up, debug "
            "adds every repeat of a failure.")
@@ -29,14 +35,17 @@ DSP_OPTION(MAX_PINNED, SIZE, "auto", "auto, bytes (64G, 512M, 1.5T) or a share o
 DSP_OPTION(POOL_MAX, SIZE, "10%", "bytes (4G) or a share of RAM (10%)",
            "Most bytes of freed blocks kept pinned for reuse. Freed blocks beyond it are "
            "unlocked and given back to the kernel, largest first.")
-DSP_OPTION(HUGEPAGES, ENUM, "auto", "auto|always|never",
+#define DSP_CHOICES_HUGEPAGES(X)                                                                   \
+    X(HUGEPAGES, AUTO, auto) X(HUGEPAGES, ALWAYS, always) X(HUGEPAGES, NEVER, never)
+DSP_CHOICE(HUGEPAGES, "auto",
            "Transparent huge pages for pinned blocks: auto asks for them (madvise) on "
            "blocks of 2 MiB and more, always on every block, never forbids them. "
            "Large blocks then pin several times faster.")
 DSP_OPTION(PREFAULT_THREADS, INT, "0", "0 (auto) or 1-64",
            "Threads that populate a large new block before it is locked. auto uses up "
            "to 8, one per 64 MiB of the block, at most one per CPU.")
-DSP_OPTION(CUDA, ENUM, "auto", "auto|off",
+#define DSP_CHOICES_CUDA(X) X(CUDA, AUTO, auto) X(CUDA, OFF, off)
+DSP_CHOICE(CUDA, "auto",
            "Serve cudaHostAlloc, cudaMallocHost and cudaFreeHost from the manager and "
            "answer cudaHostRegister inside its blocks (auto), or pass every CUDA call "
            "through untouched (off).")
@@ -44,7 +53,10 @@ DSP_OPTION(ARENA_SIZE, SIZE, "auto", "auto or bytes (1T)",
            "Virtual address space reserved for pinned blocks (no memory is used until "
            "blocks are made). auto is 4x RAM, at least 64 GiB, at most 64 TiB; halved "
            "until the kernel accepts it.")
-DSP_OPTION(AIO_BOUNCE, ENUM, "misaligned", "misaligned|unpinned|never|all",
+#define DSP_CHOICES_AIO_BOUNCE(X)                                                                  \
+    X(AIO_BOUNCE, MISALIGNED, misaligned)                                                          \
+    X(AIO_BOUNCE, UNPINNED, unpinned) X(AIO_BOUNCE, NEVER, never) X(AIO_BOUNCE, ALL, all)
+DSP_CHOICE(AIO_BOUNCE, "misaligned",
            "Which libaio I/O on O_DIRECT files goes through a pinned, aligned bounce buffer: "
            "misaligned only what O_DIRECT would refuse for its memory alignment (and reads "
            "at a misaligned offset or length, widened), unpinned also every buffer the "
@@ -54,7 +66,8 @@ DSP_OPTION(BOUNCE_POOL, SIZE, "256M", "bytes (256M, 1G); below 64K no bouncing",
            "Most bytes of bounce buffers for libaio, in flight and kept for reuse (in "
            "power-of-two sizes from 64 KiB: a 65 MiB read holds a 128 MiB buffer). I/O that "
            "finds the pool full passes through unchanged.")
-DSP_OPTION(CUFILE, ENUM, "auto", "auto|off",
+#define DSP_CHOICES_CUFILE(X) X(CUFILE, AUTO, auto) X(CUFILE, OFF, off)
+DSP_CHOICE(CUFILE, "auto",
            "cuFile (GPUDirect Storage): read and write pinned host buffers directly and "
            "register device buffers with cuFileBufRegister once (auto), or pass every "
            "cuFile call through untouched (off).")

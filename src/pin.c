@@ -156,7 +156,7 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
     int huge = 0;
     if (want_huge)
         huge = advise(base, s->len, MADV_HUGEPAGE) == 0;
-    else if (dsp_mgr.huge_mode == DSP_HUGE_NEVER)
+    else if (dsp_mgr.huge_mode == DSP_HUGEPAGES_NEVER)
         advise(base, s->len, MADV_NOHUGEPAGE);
     int locked = 0;
     if (lock) {

@@ -20,12 +20,10 @@ void *dsp_slab_alloc(struct dsp_slab *s) {
         s->cur += s->size;
     }
     memset(obj, 0, s->size);
-    s->live++;
     return obj;
 }
 
 void dsp_slab_free(struct dsp_slab *s, void *obj) {
     *(void **)obj = s->free_list;
     s->free_list = obj;
-    s->live--;
 }

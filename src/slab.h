@@ -10,11 +10,10 @@ struct dsp_slab {
     size_t size;     /* object size, rounded to 16 */
     void *free_list; /* freed objects */
     char *cur, *end; /* unused tail of the newest chunk */
-    size_t live;     /* objects handed out */
 };
 
 #define DSP_SLAB_INIT(objsize)                                                                     \
-    { ((objsize) + 15) & ~(size_t)15, 0, 0, 0, 0 }
+    { ((objsize) + 15) & ~(size_t)15, 0, 0, 0 }
 
 void *dsp_slab_alloc(struct dsp_slab *s); /* zeroed, or NULL when mmap fails */
 void dsp_slab_free(struct dsp_slab *s, void *obj);

@@ -44,7 +44,6 @@ struct dsp_bins {
     uint8_t sl_map[DSP_BIN_FL];
     struct dsp_span *head[DSP_BIN_FL][DSP_BIN_SL];
     size_t bytes; /* total length of the spans indexed */
-    size_t count;
 };
 
 void dsp_bins_insert(struct dsp_bins *b, struct dsp_span *s);

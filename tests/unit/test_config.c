@@ -52,7 +52,7 @@ Test(config, enums_bools_and_ints) {
     cr_assert_eq(parse(DSP_OPT_LOG, "debug"), DSP_LOG_DEBUG);
     cr_assert_eq(parse(DSP_OPT_LOG, "ERROR"), DSP_LOG_ERROR);
     cr_assert_eq(parse(DSP_OPT_LOG, "verbose"), -999);
-    cr_assert_eq(parse(DSP_OPT_HUGEPAGES, "never"), DSP_HUGE_NEVER);
+    cr_assert_eq(parse(DSP_OPT_HUGEPAGES, "never"), DSP_HUGEPAGES_NEVER);
     cr_assert_eq(parse(DSP_OPT_STATS, "yes"), 1);
     cr_assert_eq(parse(DSP_OPT_STATS, "off"), 0);
     cr_assert_eq(parse(DSP_OPT_STATS, "2"), -999);
@@ -124,8 +124,8 @@ Test(config, secure_execution_honours_only_off_switches) {
     cr_assert_eq(dsp_opt(DSP_OPT_LOG), DSP_LOG_WARN);
     cr_assert_eq(dsp_opt(DSP_OPT_MALLOC_MIN), (long long)DSP_SIZE_AUTO); /* off */
     cr_assert_eq(dsp_opt(DSP_OPT_STATS_FILE_MODE), 0600);
-    cr_assert_eq(dsp_opt(DSP_OPT_CUDA), 1, "DSP_CUDA=off is honoured");
-    cr_assert_eq(dsp_opt(DSP_OPT_CUFILE), 1, "DSP_CUFILE=off is honoured");
+    cr_assert_eq(dsp_opt(DSP_OPT_CUDA), DSP_CUDA_OFF, "DSP_CUDA=off is honoured");
+    cr_assert_eq(dsp_opt(DSP_OPT_CUFILE), DSP_CUFILE_OFF, "DSP_CUFILE=off is honoured");
     cr_assert(strstr(out, "secure execution (setuid, setgid or file capabilities): "
                           "DSP_STATS_FILE, DSP_MAX_PINNED, DSP_LOG, DSP_MALLOC_MIN, "
                           "DSP_STATS_FILE_MODE ignored"),

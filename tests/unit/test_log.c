@@ -20,7 +20,7 @@ Test(log, level_filters) {
     log_capture_start();
     dsp_log_level = DSP_LOG_ERROR;
     dsp_warn("hidden");
-    dsp_error("shown");
+    dsp_log(DSP_LOG_ERROR, "shown");
     dsp_log_level = DSP_LOG_DEBUG;
     dsp_debug("debug too");
     const char *out = log_capture_collect();
