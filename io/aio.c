@@ -92,7 +92,9 @@ static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t free_head = UINT32_MAX, high_water;
 static uint64_t destroy_tokens;
 static _Atomic long inflight;
-static int tab_logged, segs_logged;
+/* Explicit, not dsp_once: state_get's two refusals share it, so whichever
+ * comes first is the one warning. */
+static int tab_logged;
 
 /* --- the real functions, or the system calls they wrap -------------------- */
 
@@ -441,10 +443,10 @@ static int classify_data(io_context_t ctx, struct plan *p, struct fdinfo *cache,
     p->cls = C_PASS; /* unless the bounce works out */
     struct bstate *s = NULL;
     if (g.n > MAX_SEGS) {
-        dsp_log_once(&segs_logged, DSP_LOG_WARN,
-                     "libaio: a vectored request of %d segments needs a bounce but has more "
-                     "than %d: passed through unchanged",
-                     g.n, MAX_SEGS);
+        dsp_once(DSP_LOG_WARN,
+                 "libaio: a vectored request of %d segments needs a bounce but has more "
+                 "than %d: passed through unchanged",
+                 g.n, MAX_SEGS);
     } else if ((s = state_get()) != NULL) {
         s->ctx = ctx;
         if (bounce_prepare(s, p, g.seg, g.n, g.total, &a) == 0) {

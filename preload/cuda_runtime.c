@@ -51,7 +51,6 @@ static struct {
  * no usable driver, or a forked child of a process that used CUDA). One load
  * and a branch on every hook. */
 static _Atomic int mode;
-static int missing_logged, register_logged, nodriver_logged, unregister_logged, sync_logged;
 
 /* Registering a block on demand: the driver is called with no lock of ours
  * held (docs/design.md, "Locks"). ondemand_mu guards only `pending`, the
@@ -135,10 +134,10 @@ static inline int serving(void) {
 }
 
 static cudaError_t missing(const char *name) {
-    dsp_log_once(&missing_logged, DSP_LOG_ERROR,
-                 "%s called but no libcudart with it is loaded; returning "
-                 "cudaErrorInsufficientDriver",
-                 name);
+    dsp_once(DSP_LOG_ERROR,
+             "%s called but no libcudart with it is loaded; returning "
+             "cudaErrorInsufficientDriver",
+             name);
     return cudaErrorInsufficientDriver;
 }
 
@@ -149,8 +148,8 @@ static cudaError_t missing(const char *name) {
 static void forget_error(cudaError_t rc) {
     if (real.GetLastError) real.GetLastError();
     if (rc == cudaErrorInsufficientDriver || rc == cudaErrorNoDevice) {
-        dsp_log_once(&nodriver_logged, DSP_LOG_INFO,
-                     "no usable CUDA driver or device (error %d): passing CUDA calls through", rc);
+        dsp_once(DSP_LOG_INFO,
+                 "no usable CUDA driver or device (error %d): passing CUDA calls through", rc);
         atomic_store(&mode, 2);
     }
 }
@@ -161,10 +160,10 @@ static cudaError_t register_block(uintptr_t base, size_t span_len, unsigned user
     if (rc != cudaSuccess) {
         forget_error(rc);
         if (rc != cudaErrorInsufficientDriver && rc != cudaErrorNoDevice)
-            dsp_log_once(&register_logged, DSP_LOG_WARN,
-                         "cudaHostRegister of a pinned block failed (error %d); the call falls "
-                         "back to the real function",
-                         rc);
+            dsp_once(DSP_LOG_WARN,
+                     "cudaHostRegister of a pinned block failed (error %d); the call falls "
+                     "back to the real function",
+                     rc);
         return rc;
     }
     dsp_stat_add(DSP_ST_cuda_registrations, 1);
@@ -183,10 +182,10 @@ static size_t evict(int all) {
             if (rc != cudaSuccess && rc != cudaErrorHostMemoryNotRegistered) {
                 /* The driver may still pin these pages: never reuse them. */
                 forget_error(rc);
-                dsp_log_once(&unregister_logged, DSP_LOG_WARN,
-                             "cudaHostUnregister of a pooled block failed (error %d); it is kept "
-                             "out of use",
-                             rc);
+                dsp_once(DSP_LOG_WARN,
+                         "cudaHostUnregister of a pooled block failed (error %d); it is kept "
+                         "out of use",
+                         rc);
                 continue; /* not handed back: never reused */
             }
             if (rc != cudaSuccess) forget_error(rc);
@@ -271,10 +270,10 @@ DSP_API cudaError_t cudaFreeHost(void *ptr) {
             cudaError_t rc = real.DeviceSynchronize();
             dsp_stat_add(DSP_ST_cuda_syncs, 1);
             if (rc != cudaSuccess) {
-                dsp_log_once(&sync_logged, DSP_LOG_WARN,
-                             "cudaFreeHost: waiting for the device failed (error %d); the block "
-                             "is not freed",
-                             rc);
+                dsp_once(DSP_LOG_WARN,
+                         "cudaFreeHost: waiting for the device failed (error %d); the block "
+                         "is not freed",
+                         rc);
                 return rc; /* the runtime's last error is the driver's own */
             }
         }
