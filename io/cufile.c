@@ -18,6 +18,7 @@
  * (src/symbols.c), including in a libcufile loaded RTLD_LOCAL. */
 #include "../src/config.h"
 #include "../src/fmt.h"
+#include "../src/fork.h"
 #include "../src/internal.h"
 #include "../src/log.h"
 #include "../src/manager.h"
@@ -134,11 +135,7 @@ static void fork_child(void) {
     napp = 0;
     if (atomic_load(&mode) == 1) atomic_store(&mode, 2);
 }
-
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void register_atfork(void) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
+static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 #define RESOLVE(field, name)                                                                       \
     __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcufile.so"),      \
@@ -167,10 +164,8 @@ static int resolve_slow(void) {
     RESOLVE(Write, "cuFileWrite");
     resolve_attrs();
     if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
-    /* After init, whose fork handlers (the manager's mutex) must come first:
-     * prepare handlers run in reverse order, so ours lock before the
-     * manager's, as running code does (ours, then the manager's). */
-    pthread_once(&atfork_once, register_atfork);
+    /* Before serving: until then no thread takes mu. */
+    dsp_fork_register(DSP_FORK_CUFILE, &fork_ops);
     if (!real.Read || !real.Write || !real.BufRegister || !real.BufDeregister ||
         !real.HandleRegister || !real.HandleDeregister)
         return 0; /* no libcufile loaded yet: not settled, retry at the next call */

@@ -12,6 +12,7 @@
  * (src/symbols.c), including in a libcudart loaded RTLD_LOCAL. */
 #include "../src/block.h"
 #include "../src/config.h"
+#include "../src/fork.h"
 #include "../src/internal.h"
 #include "../src/log.h"
 #include "../src/manager.h"
@@ -83,6 +84,7 @@ static void fork_child(void) {
     int serving_mode = 1;
     atomic_compare_exchange_strong(&mode, &serving_mode, 2);
 }
+static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 static void layer_freed(uintptr_t base, size_t len);
 static int layer_make_room(size_t len);
@@ -94,12 +96,6 @@ static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, lay
 #define RESOLVE(field, name)                                                                       \
     __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcudart.so"),      \
                      __ATOMIC_RELAXED)
-
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void register_atfork(void) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-    dsp_vreg_init();
-}
 
 static int resolve_slow(void) {
     RESOLVE(HostAlloc, "cudaHostAlloc");
@@ -113,10 +109,9 @@ static int resolve_slow(void) {
     RESOLVE(DeviceSynchronize, "cudaDeviceSynchronize");
     RESOLVE(GetLastError, "cudaGetLastError");
     if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
-    /* After init, whose fork handlers (the manager's mutex) must come first:
-     * prepare handlers run in reverse order, so ours lock before the
-     * manager's, as running code does (ours, then the manager's). */
-    pthread_once(&atfork_once, register_atfork);
+    /* Before serving: until then no thread takes ondemand_mu or cuda_vreg's mu. */
+    dsp_fork_register(DSP_FORK_CUDA, &fork_ops);
+    dsp_vreg_init();
     if (!real.HostRegister || !real.HostUnregister || !real.DeviceSynchronize || !real.GetLastError)
         return 0; /* no libcudart loaded yet (a probe): not settled, retry at the next call */
     int m = dsp_opt(DSP_OPT_CUDA) == 1 ? 2 : 1;
