@@ -16,6 +16,7 @@
 #include "../src/block.h"
 #include "../src/config.h"
 #include "../src/errname.h"
+#include "../src/fork.h"
 #include "../src/internal.h"
 #include "../src/log.h"
 #include "../src/manager.h"
@@ -89,7 +90,9 @@ static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t free_head = UINT32_MAX, high_water;
 static uint64_t destroy_tokens;
 static _Atomic long inflight;
-static int tab_logged, segs_logged;
+/* Explicit, not dsp_once: state_get's two refusals share it, so whichever
+ * comes first is the one warning. */
+static int tab_logged;
 
 /* --- the real functions, or the system calls they wrap -------------------- */
 
@@ -154,7 +157,13 @@ static void resolve(void) {
     } else if (dsp_guard_install() == 0) {
         policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
         active = 1;
-        pthread_atfork(fork_prepare, fork_parent, fork_child);
+        /* Before ready: until then no thread takes tab_mu or bounce's mu. */
+        static const struct dsp_fork_ops aio_fork = {fork_prepare, fork_parent, fork_child},
+                                         bounce_fork = {dsp_bounce_fork_prepare,
+                                                        dsp_bounce_fork_parent,
+                                                        dsp_bounce_fork_child};
+        dsp_fork_register(DSP_FORK_AIO, &aio_fork);
+        dsp_fork_register(DSP_FORK_BOUNCE, &bounce_fork);
         dsp_add_trimmer(dsp_bounce_trim);
         dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes",
                  dsp_opt_desc[DSP_OPT_AIO_BOUNCE].choices[policy], dsp_opt(DSP_OPT_BOUNCE_POOL));
@@ -438,10 +447,10 @@ static int classify_data(io_context_t ctx, struct plan *p, struct fdinfo *cache,
     p->cls = C_PASS; /* unless the bounce works out */
     struct bstate *s = NULL;
     if (g.n > MAX_SEGS) {
-        dsp_log_once(&segs_logged, DSP_LOG_WARN,
-                     "libaio: a vectored request of %d segments needs a bounce but has more "
-                     "than %d: passed through unchanged",
-                     g.n, MAX_SEGS);
+        dsp_once(DSP_LOG_WARN,
+                 "libaio: a vectored request of %d segments needs a bounce but has more "
+                 "than %d: passed through unchanged",
+                 g.n, MAX_SEGS);
     } else if ((s = state_get()) != NULL) {
         s->ctx = ctx;
         if (bounce_prepare(s, p, g.seg, g.n, g.total, &a) == 0) {
@@ -832,16 +841,14 @@ __asm__(".symver dsp_aio_cancel_0_1, io_cancel@LIBAIO_0.1, remove");
 
 static void fork_prepare(void) {
     pthread_mutex_lock(&tab_mu);
-    dsp_bounce_fork_prepare();
 }
 static void fork_parent(void) {
-    dsp_bounce_fork_parent();
     pthread_mutex_unlock(&tab_mu);
 }
 /* The child has no aio context of the parent's (the ring is not inherited):
- * every bounced request is gone, its buffer freed with the rest. */
+ * every bounced request is gone, its buffer freed with the rest (bounce's
+ * child handler has run: fork.h). */
 static void fork_child(void) {
-    dsp_bounce_fork_child();
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     tab_mu = fresh;
     for (uint32_t i = 0; i < high_water; i++) {

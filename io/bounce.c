@@ -13,7 +13,6 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static void *free_list[CLASSES]; /* a kept buffer's first word links the next */
 static size_t held;              /* bytes in use and kept */
 static int stale;                /* set in a forked child: kept buffers are not pinned */
-static int full_logged, pin_logged;
 
 static unsigned class_of(size_t len, size_t *cap) {
     if (len > (size_t)1 << (CLASSES - 1)) {
@@ -64,10 +63,10 @@ void *dsp_bounce_get(size_t len, size_t *cap) {
     if (held + *cap > limit) release_kept(*cap, limit);
     if (held + *cap > limit) {
         pthread_mutex_unlock(&mu);
-        dsp_log_once(&full_logged, DSP_LOG_WARN,
-                     "libaio: bounce pool full (DSP_BOUNCE_POOL=%zu bytes, %zu held): I/O that "
-                     "needs a bounce buffer of %zu bytes passes through unchanged",
-                     limit, held, *cap);
+        dsp_once(DSP_LOG_WARN,
+                 "libaio: bounce pool full (DSP_BOUNCE_POOL=%zu bytes, %zu held): I/O that "
+                 "needs a bounce buffer of %zu bytes passes through unchanged",
+                 limit, held, *cap);
         return NULL;
     }
     held += *cap; /* reserved: pinning runs outside the lock */
@@ -77,10 +76,10 @@ void *dsp_bounce_get(size_t len, size_t *cap) {
         pthread_mutex_lock(&mu);
         held -= *cap;
         pthread_mutex_unlock(&mu);
-        dsp_log_once(&pin_logged, DSP_LOG_WARN,
-                     "libaio: cannot pin a bounce buffer of %zu bytes (DSP_MAX_PINNED or "
-                     "RLIMIT_MEMLOCK): I/O passes through unchanged",
-                     *cap);
+        dsp_once(DSP_LOG_WARN,
+                 "libaio: cannot pin a bounce buffer of %zu bytes (DSP_MAX_PINNED or "
+                 "RLIMIT_MEMLOCK): I/O passes through unchanged",
+                 *cap);
     }
     return b;
 }

@@ -16,8 +16,8 @@ void dsp_bounce_put(void *buf, size_t cap);
 /* Everything kept is given back (dsp_trim, tests). */
 size_t dsp_bounce_trim(void);
 
-/* Fork handlers, called from the I/O layer's: the child's buffers are not
- * pinned (mlock is not inherited); they are freed at its next request. */
+/* Fork handlers, registered by the I/O layer (src/fork.h): the child's buffers
+ * are not pinned (mlock is not inherited); they are freed at its next request. */
 void dsp_bounce_fork_prepare(void);
 void dsp_bounce_fork_parent(void);
 void dsp_bounce_fork_child(void);

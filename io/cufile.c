@@ -18,6 +18,7 @@
  * (src/symbols.c), including in a libcufile loaded RTLD_LOCAL. */
 #include "../src/config.h"
 #include "../src/fmt.h"
+#include "../src/fork.h"
 #include "../src/internal.h"
 #include "../src/log.h"
 #include "../src/manager.h"
@@ -60,7 +61,6 @@ static _Atomic int mode;
  * cufile_reentry_from_driver_close, which deadlocked on `mu`). */
 static DSP_TLS int inside;
 static _Atomic size_t register_max; /* DSP_CUFILE_REGISTER_MAX, set at resolution */
-static int missing_logged, register_logged, reopen_logged, einval_logged, table_logged, app_logged;
 
 /* One lock for the layer's tables, never held across a call into libcufile
  * (docs/design.md, "Locks"): a library that calls back into the shim from
@@ -135,11 +135,7 @@ static void fork_child(void) {
     napp = 0;
     if (atomic_load(&mode) == 1) atomic_store(&mode, 2);
 }
-
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void register_atfork(void) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
+static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 #define RESOLVE(field, name)                                                                       \
     __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcufile.so"),      \
@@ -168,10 +164,8 @@ static int resolve_slow(void) {
     RESOLVE(Write, "cuFileWrite");
     resolve_attrs();
     if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
-    /* After init, whose fork handlers (the manager's mutex) must come first:
-     * prepare handlers run in reverse order, so ours lock before the
-     * manager's, as running code does (ours, then the manager's). */
-    pthread_once(&atfork_once, register_atfork);
+    /* Before serving: until then no thread takes mu. */
+    dsp_fork_register(DSP_FORK_CUFILE, &fork_ops);
     if (!real.Read || !real.Write || !real.BufRegister || !real.BufDeregister ||
         !real.HandleRegister || !real.HandleDeregister)
         return 0; /* no libcufile loaded yet: not settled, retry at the next call */
@@ -194,10 +188,10 @@ static inline int serving(void) {
 /* A process with no libcufile loaded that calls a hook (a probe through
  * dlsym(RTLD_DEFAULT)) is told the driver is not there. */
 static int missing(const char *name) {
-    dsp_log_once(&missing_logged, DSP_LOG_ERROR,
-                 "%s called but no libcufile with it is loaded; returning "
-                 "CU_FILE_DRIVER_NOT_INITIALIZED",
-                 name);
+    dsp_once(DSP_LOG_ERROR,
+             "%s called but no libcufile with it is loaded; returning "
+             "CU_FILE_DRIVER_NOT_INITIALIZED",
+             name);
     return 0;
 }
 #define HAVE(field, name) (real.field || missing(name))
@@ -365,10 +359,10 @@ again:
     if (rc.err != CU_FILE_SUCCESS) {
         slot->len = 0;
         slot->failed = 1;
-        dsp_log_once(&register_logged, DSP_LOG_WARN,
-                     "cuFileBufRegister of a device allocation of %zu bytes failed (error %d, "
-                     "CUDA %d); calls into it go to cuFile unchanged",
-                     d.len, rc.err, rc.cu_err);
+        dsp_once(DSP_LOG_WARN,
+                 "cuFileBufRegister of a device allocation of %zu bytes failed (error %d, "
+                 "CUDA %d); calls into it go to cuFile unchanged",
+                 d.len, rc.err, rc.cu_err);
         goto out;
     }
     if (slot->close_at != close_gen) {
@@ -429,10 +423,10 @@ static int buffered_fd(struct handle *hd, int fl) {
     int saved = errno;
     int nfd = open(path, (fl & (O_ACCMODE | O_SYNC | O_DSYNC)) | O_CLOEXEC);
     if (nfd < 0)
-        dsp_log_once(&reopen_logged, DSP_LOG_WARN,
-                     "cannot reopen fd %d without O_DIRECT (errno %d); misaligned cuFile I/O "
-                     "into pinned memory goes to cuFile",
-                     hd->fd, errno);
+        dsp_once(DSP_LOG_WARN,
+                 "cannot reopen fd %d without O_DIRECT (errno %d); misaligned cuFile I/O "
+                 "into pinned memory goes to cuFile",
+                 hd->fd, errno);
     errno = saved;
     pthread_mutex_lock(&mu);
     if (hd->bfd >= 0) { /* another thread was faster */
@@ -509,10 +503,10 @@ static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t of
         if (err == EINVAL && i == 1 && got == 0) {
             /* The file refused our alignment after all: the piece goes
              * buffered, no byte lost. */
-            dsp_log_once(&einval_logged, DSP_LOG_WARN,
-                         "O_DIRECT I/O refused with EINVAL at the alignment the file reports "
-                         "(%u/%u); doing it buffered",
-                         a.mem, a.off);
+            dsp_once(DSP_LOG_WARN,
+                     "O_DIRECT I/O refused with EINVAL at the alignment the file reports "
+                     "(%u/%u); doing it buffered",
+                     a.mem, a.off);
             int b = buffered_fd(hd, fl);
             if (b < 0) {
                 if (total == 0) return -2;
@@ -683,9 +677,9 @@ DSP_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *de
         *hd = (struct handle){.h = *fh, .fd = descr->handle.fd, .bfd = -1};
         if (hd - handles >= handles_used) handles_used = (int)(hd - handles) + 1;
     } else
-        dsp_log_once(&table_logged, DSP_LOG_WARN,
-                     "more than %d cuFile handles: I/O on the others goes to cuFile unchanged",
-                     NHANDLES);
+        dsp_once(DSP_LOG_WARN,
+                 "more than %d cuFile handles: I/O on the others goes to cuFile unchanged",
+                 NHANDLES);
     pthread_mutex_unlock(&mu);
     return rc;
 }
@@ -733,10 +727,10 @@ DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags)
         napp++;
     } else if (!app_overflow) {
         app_overflow = 1; /* unknown registrations: register nothing more */
-        dsp_log_once(&app_logged, DSP_LOG_WARN,
-                     "more than %d buffers registered by the application: the shim "
-                     "registers no more device memory of its own",
-                     NAPP);
+        dsp_once(DSP_LOG_WARN,
+                 "more than %d buffers registered by the application: the shim "
+                 "registers no more device memory of its own",
+                 NAPP);
     }
 again:
     for (int i = 0; i < NENTRIES; i++) {

@@ -12,6 +12,7 @@
  * (src/symbols.c), including in a libcudart loaded RTLD_LOCAL. */
 #include "../src/block.h"
 #include "../src/config.h"
+#include "../src/fork.h"
 #include "../src/internal.h"
 #include "../src/log.h"
 #include "../src/manager.h"
@@ -52,7 +53,6 @@ static struct {
  * no usable driver, or a forked child of a process that used CUDA). One load
  * and a branch on every hook. */
 static _Atomic int mode;
-static int missing_logged, register_logged, nodriver_logged, unregister_logged, sync_logged;
 
 /* Registering a block on demand: the driver is called with no lock of ours
  * held (docs/design.md, "Locks"). ondemand_mu guards only `pending`, the
@@ -85,6 +85,7 @@ static void fork_child(void) {
     int serving_mode = 1;
     atomic_compare_exchange_strong(&mode, &serving_mode, 2);
 }
+static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 static void layer_freed(uintptr_t base, size_t len);
 static int layer_make_room(size_t len);
@@ -96,12 +97,6 @@ static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, lay
 #define RESOLVE(field, name)                                                                       \
     __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcudart.so"),      \
                      __ATOMIC_RELAXED)
-
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void register_atfork(void) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-    dsp_vreg_init();
-}
 
 static int resolve_slow(void) {
     RESOLVE(HostAlloc, "cudaHostAlloc");
@@ -116,10 +111,9 @@ static int resolve_slow(void) {
     RESOLVE(GetLastError, "cudaGetLastError");
     RESOLVE(ExchangeCaptureMode, "cudaThreadExchangeStreamCaptureMode");
     if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
-    /* After init, whose fork handlers (the manager's mutex) must come first:
-     * prepare handlers run in reverse order, so ours lock before the
-     * manager's, as running code does (ours, then the manager's). */
-    pthread_once(&atfork_once, register_atfork);
+    /* Before serving: until then no thread takes ondemand_mu or cuda_vreg's mu. */
+    dsp_fork_register(DSP_FORK_CUDA, &fork_ops);
+    dsp_vreg_init();
     if (!real.HostRegister || !real.HostUnregister || !real.DeviceSynchronize || !real.GetLastError)
         return 0; /* no libcudart loaded yet (a probe): not settled, retry at the next call */
     int m = dsp_opt(DSP_OPT_CUDA) == DSP_CUDA_OFF ? 2 : 1;
@@ -137,10 +131,10 @@ static inline int serving(void) {
 }
 
 static cudaError_t missing(const char *name) {
-    dsp_log_once(&missing_logged, DSP_LOG_ERROR,
-                 "%s called but no libcudart with it is loaded; returning "
-                 "cudaErrorInsufficientDriver",
-                 name);
+    dsp_once(DSP_LOG_ERROR,
+             "%s called but no libcudart with it is loaded; returning "
+             "cudaErrorInsufficientDriver",
+             name);
     return cudaErrorInsufficientDriver;
 }
 
@@ -151,8 +145,8 @@ static cudaError_t missing(const char *name) {
 static void forget_error(cudaError_t rc) {
     if (real.GetLastError) real.GetLastError();
     if (rc == cudaErrorInsufficientDriver || rc == cudaErrorNoDevice) {
-        dsp_log_once(&nodriver_logged, DSP_LOG_INFO,
-                     "no usable CUDA driver or device (error %d): passing CUDA calls through", rc);
+        dsp_once(DSP_LOG_INFO,
+                 "no usable CUDA driver or device (error %d): passing CUDA calls through", rc);
         atomic_store(&mode, 2);
     }
 }
@@ -163,10 +157,10 @@ static cudaError_t register_block(uintptr_t base, size_t span_len, unsigned user
     if (rc != cudaSuccess) {
         forget_error(rc);
         if (rc != cudaErrorInsufficientDriver && rc != cudaErrorNoDevice)
-            dsp_log_once(&register_logged, DSP_LOG_WARN,
-                         "cudaHostRegister of a pinned block failed (error %d); the call falls "
-                         "back to the real function",
-                         rc);
+            dsp_once(DSP_LOG_WARN,
+                     "cudaHostRegister of a pinned block failed (error %d); the call falls "
+                     "back to the real function",
+                     rc);
         return rc;
     }
     dsp_stat_add(DSP_ST_cuda_registrations, 1);
@@ -185,10 +179,10 @@ static size_t evict(int all) {
             if (rc != cudaSuccess && rc != cudaErrorHostMemoryNotRegistered) {
                 /* The driver may still pin these pages: never reuse them. */
                 forget_error(rc);
-                dsp_log_once(&unregister_logged, DSP_LOG_WARN,
-                             "cudaHostUnregister of a pooled block failed (error %d); it is kept "
-                             "out of use",
-                             rc);
+                dsp_once(DSP_LOG_WARN,
+                         "cudaHostUnregister of a pooled block failed (error %d); it is kept "
+                         "out of use",
+                         rc);
                 continue; /* not handed back: never reused */
             }
             if (rc != cudaSuccess) forget_error(rc);
@@ -273,10 +267,10 @@ DSP_API cudaError_t cudaFreeHost(void *ptr) {
             cudaError_t rc = real.DeviceSynchronize();
             dsp_stat_add(DSP_ST_cuda_syncs, 1);
             if (rc != cudaSuccess) {
-                dsp_log_once(&sync_logged, DSP_LOG_WARN,
-                             "cudaFreeHost: waiting for the device failed (error %d); the block "
-                             "is not freed",
-                             rc);
+                dsp_once(DSP_LOG_WARN,
+                         "cudaFreeHost: waiting for the device failed (error %d); the block "
+                         "is not freed",
+                         rc);
                 return rc; /* the runtime's last error is the driver's own */
             }
         }

@@ -1,5 +1,6 @@
 #include "cuda_vreg.h"
 
+#include "../src/fork.h"
 #include "../src/reentry.h"
 #include "../src/internal.h"
 
@@ -33,8 +34,9 @@ static void reset_mu(void) {
     mu = fresh;
     dsp_lock_forget();
 }
+static const struct dsp_fork_ops fork_ops = {lock_mu, unlock_mu, reset_mu};
 void dsp_vreg_init(void) {
-    pthread_atfork(lock_mu, unlock_mu, reset_mu);
+    dsp_fork_register(DSP_FORK_VREG, &fork_ops);
 }
 
 static size_t first_not_below(uintptr_t lo) { /* first entry with hi > lo */

@@ -10,8 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Registers the fork handlers of its lock; call once before any other use
- * (a fork while another thread holds it must not lock the child out). */
+/* Registers the fork handlers of its lock (src/fork.h); call before any other
+ * use, again a no-op (a fork while another thread holds it must not lock the
+ * child out). */
 void dsp_vreg_init(void);
 
 /* 0, or 712 (cudaErrorHostMemoryAlreadyRegistered) when a page of the range is

@@ -48,7 +48,6 @@ static char from[DSP_MRULE_NAMES][DSP_MRULE_NAME_LEN];
 static struct dsp_sites sites;      /* call sites already resolved */
 static _Atomic uint64_t sites_seen; /* the loader's adds + subs when they were */
 static DSP_TLS int busy;            /* this thread is inside the slow path */
-static int budget_logged, refused_logged, foreign_logged;
 
 /* glibc's own functions that have no __libc_* entry point, found in libc
  * itself (not RTLD_NEXT: another allocator may sit there) on first use. */
@@ -220,9 +219,9 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
     if (!caller_allowed(caller)) goto rejected;
     size_t len = dsp_align_up(req, DSP_PAGE);
     if (!budget_take(len)) {
-        dsp_log_once(&budget_logged, DSP_LOG_INFO,
-                     "malloc hints: DSP_MALLOC_MAX reached; larger allocations go to the real "
-                     "allocator until hinted ones are freed");
+        dsp_once(DSP_LOG_INFO,
+                 "malloc hints: DSP_MALLOC_MAX reached; larger allocations go to the real "
+                 "allocator until hinted ones are freed");
         goto rejected;
     }
     /* Registered spans first: pooled after a CUDA call registered them, they
@@ -232,10 +231,10 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
     unsigned mark = mark_for(align);
     if (!dsp_block_alloc(req, DSP_BLK_REGISTERED | DSP_BLK_QUIET | DSP_BLK_USER(mark), &b)) {
         dsp_stat_sub(DSP_ST_malloc_hinted_bytes, len);
-        dsp_log_once(&refused_logged, DSP_LOG_WARN,
-                     "malloc hints: the manager cannot pin %zu more bytes (DSP_MAX_PINNED, "
-                     "RLIMIT_MEMLOCK or memory); such allocations go to the real allocator",
-                     len);
+        dsp_once(DSP_LOG_WARN,
+                 "malloc hints: the manager cannot pin %zu more bytes (DSP_MAX_PINNED, "
+                 "RLIMIT_MEMLOCK or memory); such allocations go to the real allocator",
+                 len);
         goto rejected;
     }
     p = (void *)dsp_align_up_ptr(b.base, align);
@@ -291,8 +290,8 @@ static __attribute__((noinline)) void hinted_free(void *p) {
     if (hinted_block(p, &b) && dsp_block_free_if(b.base, mask, b.flags & mask, &freed) >= 0) {
         if (!freed.inherited) dsp_stat_sub(DSP_ST_malloc_hinted_bytes, freed.len);
     } else {
-        dsp_log_once(
-            &foreign_logged, DSP_LOG_WARN,
+        dsp_once(
+            DSP_LOG_WARN,
             "free or realloc of %p: inside the pinned arena but no live malloc'd "
             "block starts there (freed twice, an interior pointer, or a dsp_alloc/cudaHostAlloc "
             "block?); ignored",

@@ -31,8 +31,6 @@
 #define AS_SHARE      8             /* a piece is at most 1/AS_SHARE of what RLIMIT_AS leaves */
 #define USER_TOP      ((uintptr_t)1 << 47)
 
-static int grow_logged, restore_logged;
-
 /* What RLIMIT_AS still allows (the limit minus VmSize), SIZE_MAX when unlimited. */
 static size_t as_left(void) {
     struct rlimit rl;
@@ -298,12 +296,12 @@ static int grow(size_t len, size_t align) {
     }
     if (m->as_limited) { /* unlimited: the manager's "raise DSP_ARENA_SIZE" says it */
         char a[32], b[32], c[32];
-        dsp_log_once(&grow_logged, DSP_LOG_WARN,
-                     "cannot grow the address space for pinned blocks by %s (%s reserved, "
-                     "RLIMIT_AS leaves %s); raise `ulimit -v`; the caller falls back",
-                     dsp_fmt_bytes(a, sizeof a, up < down ? up : down),
-                     dsp_fmt_bytes(b, sizeof b, total),
-                     dsp_fmt_bytes(c, sizeof c, left == SIZE_MAX ? 0 : left));
+        dsp_once(DSP_LOG_WARN,
+                 "cannot grow the address space for pinned blocks by %s (%s reserved, "
+                 "RLIMIT_AS leaves %s); raise `ulimit -v`; the caller falls back",
+                 dsp_fmt_bytes(a, sizeof a, up < down ? up : down),
+                 dsp_fmt_bytes(b, sizeof b, total),
+                 dsp_fmt_bytes(c, sizeof c, left == SIZE_MAX ? 0 : left));
     }
     return -1;
 }
@@ -348,10 +346,10 @@ void dsp_arena_restore_tail(size_t len) {
         return;
     }
     char a[32];
-    dsp_log_once(&restore_logged, DSP_LOG_INFO,
-                 "the %s of address space above the pinned blocks could not be reserved again "
-                 "after mlockall (something was mapped there); the arena ends at its last block",
-                 dsp_fmt_bytes(a, sizeof a, len));
+    dsp_once(DSP_LOG_INFO,
+             "the %s of address space above the pinned blocks could not be reserved again "
+             "after mlockall (something was mapped there); the arena ends at its last block",
+             dsp_fmt_bytes(a, sizeof a, len));
 }
 
 void dsp_arena_unlock_vacant(void) {

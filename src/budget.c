@@ -53,8 +53,6 @@ void dsp_budget_configure(void) {
     dsp_stat_set(DSP_ST_pool_max_bytes, m->pool_max);
 }
 
-static int budget_logged;
-
 int dsp_budget_fits_after_release(size_t len, size_t released) {
     struct dsp_manager *m = &dsp_mgr;
     size_t rest = m->pinned > released ? m->pinned - released : 0;
@@ -95,12 +93,12 @@ int dsp_budget_reserve(size_t len, int lock, int refuse) {
         dsp_stat_add(DSP_ST_budget_refusals, 1);
         if (refuse == DSP_REFUSE_COUNT) return -ENOMEM;
         char a[32], b[32], c[32];
-        dsp_log_once(&budget_logged, DSP_LOG_WARN,
-                     "pinning %s refused: DSP_MAX_PINNED=%s reached (%s pinned); raise "
-                     "DSP_MAX_PINNED or free pinned memory; the caller falls back",
-                     dsp_fmt_bytes(a, sizeof a, len),
-                     dsp_fmt_bytes(b, sizeof b, lock ? m->budget : m->cap),
-                     dsp_fmt_bytes(c, sizeof c, lock ? m->locked : m->pinned));
+        dsp_once(DSP_LOG_WARN,
+                 "pinning %s refused: DSP_MAX_PINNED=%s reached (%s pinned); raise "
+                 "DSP_MAX_PINNED or free pinned memory; the caller falls back",
+                 dsp_fmt_bytes(a, sizeof a, len),
+                 dsp_fmt_bytes(b, sizeof b, lock ? m->budget : m->cap),
+                 dsp_fmt_bytes(c, sizeof c, lock ? m->locked : m->pinned));
         return -ENOMEM;
     }
     m->pinned += len;

@@ -172,7 +172,6 @@ size_t dsp_cgroup_ram(void) {
  * Under the manager's mutex, like every caller. */
 static struct dsp_cgroup last;
 static long looked_s = -1;
-static int refused_logged;
 
 int dsp_cgroup_refuses(size_t len) {
     struct timespec now;
@@ -191,11 +190,11 @@ int dsp_cgroup_refuses(size_t len) {
     size_t margin = cg.limit / 16 > 16 * ((size_t)1 << 20) ? cg.limit / 16 : 16 * ((size_t)1 << 20);
     if (cg.room > margin && len <= cg.room - margin) return 0;
     char a[32], b[32], c[32];
-    dsp_log_once(&refused_logged, DSP_LOG_WARN,
-                 "pinning %s refused: the memory cgroup allows %s (%s) and uses %s; populating "
-                 "it could get the process OOM-killed; the caller falls back",
-                 dsp_fmt_bytes(a, sizeof a, len), dsp_fmt_bytes(b, sizeof b, cg.limit), cg.file,
-                 dsp_fmt_bytes(c, sizeof c, cg.usage));
+    dsp_once(DSP_LOG_WARN,
+             "pinning %s refused: the memory cgroup allows %s (%s) and uses %s; populating "
+             "it could get the process OOM-killed; the caller falls back",
+             dsp_fmt_bytes(a, sizeof a, len), dsp_fmt_bytes(b, sizeof b, cg.limit), cg.file,
+             dsp_fmt_bytes(c, sizeof c, cg.usage));
     errno = ENOMEM;
     return 1;
 }

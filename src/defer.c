@@ -15,7 +15,6 @@ _Atomic int dsp_deferred_pending;
 static _Atomic uintptr_t slot[SLOTS];
 static _Atomic int draining;
 static void (*_Atomic malloc_free)(void *);
-static int full_logged;
 
 void dsp_defer_set_malloc_free(void (*fn)(void *)) {
     atomic_store_explicit(&malloc_free, fn, memory_order_release);
@@ -34,10 +33,10 @@ int dsp_defer_free(void *p, int kind) {
         }
     }
     dsp_stat_add(DSP_ST_deferred_frees_leaked, 1);
-    dsp_log_once(&full_logged, DSP_LOG_WARN,
-                 "free of %p in a signal handler deferred, but the deferred-free area is full "
-                 "(%d blocks); the block is leaked",
-                 p, SLOTS);
+    dsp_once(DSP_LOG_WARN,
+             "free of %p in a signal handler deferred, but the deferred-free area is full "
+             "(%d blocks); the block is leaked",
+             p, SLOTS);
     return -1;
 }
 

@@ -5,6 +5,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "fmt.h"
+#include "fork.h"
 #include "log.h"
 #include "manager.h"
 #include "registry.h"
@@ -25,33 +26,24 @@ _Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
 static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
 static DSP_TLS int initialising;
 
-static int atfork_registered;
-
 static void fork_prepare(void) {
     dsp_mgr_lock();
-    dsp_reg_fork_prepare();
 }
 
 static void fork_parent(void) {
-    dsp_reg_fork_parent();
     dsp_mgr_unlock();
 }
 
 /* The child inherits the blocks but not their locks (mlock is not inherited):
  * nothing it holds is pinned any more. Live blocks stay usable and freeable;
  * the pool is given back, since handing its unlocked pages out as pinned would
- * be a lie. */
+ * be a lie. The registry's child handler has run (fork.h: it is below). */
 static void fork_child(void) {
     struct dsp_manager *m = &dsp_mgr;
-    /* These handlers run, so they are registered, whatever the flag said when
-     * another thread forked: init in this child must not register them twice
-     * (fork_prepare would then lock mu twice). */
-    atfork_registered = 1;
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     m->mu = fresh;
     dsp_lock_forget();
     dsp_defer_fork_child();
-    dsp_reg_fork_child();
     uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
              pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);
     dsp_stats_reset();
@@ -86,6 +78,10 @@ static void fork_child(void) {
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());
 }
 
+static const struct dsp_fork_ops mgr_fork = {fork_prepare, fork_parent, fork_child};
+static const struct dsp_fork_ops reg_fork = {dsp_reg_fork_prepare, dsp_reg_fork_parent,
+                                             dsp_reg_fork_child};
+
 static void init_once(void) {
     size_t ram = dsp_sys_ram();
     dsp_config_load(environ, dsp_cgroup_ram()); /* shares (50%) of the memory cgroup's room */
@@ -108,10 +104,9 @@ static void init_once(void) {
     }
     m->arena_size = dsp_align_up(arena, DSP_GiB);
     dsp_budget_configure();
-    if (!atfork_registered) { /* init may run again in a child: register once */
-        pthread_atfork(fork_prepare, fork_parent, fork_child);
-        atfork_registered = 1;
-    }
+    dsp_fork_install(); /* before the first registration (fork.h) */
+    dsp_fork_register(DSP_FORK_MANAGER, &mgr_fork);
+    dsp_fork_register(DSP_FORK_REGISTRY, &reg_fork);
     char a[32], b[32];
     dsp_info("dspreload %s ready: budget %s, pool %s", DSP_VERSION_STRING,
              dsp_fmt_bytes(a, sizeof a, m->budget), dsp_fmt_bytes(b, sizeof b, m->pool_max));

@@ -14,6 +14,16 @@ void dsp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * a failure that repeats on every call prints one line, not thousands. */
 void dsp_log_once(int *once, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* dsp_log_once with a flag of its own, one per call site (as the kernel's
+ * pr_warn_once): dsp_once(DSP_LOG_WARN, "...", ...). Async-signal-safe and
+ * allocation-free like dsp_log. A flag that is also read or reset elsewhere,
+ * or shared by several sites, stays explicit with dsp_log_once. */
+#define dsp_once(level, ...)                                                                       \
+    do {                                                                                           \
+        static int dsp_once_flag_;                                                                 \
+        dsp_log_once(&dsp_once_flag_, (level), __VA_ARGS__);                                       \
+    } while (0)
+
 /* One line with the dspreload[PID] prefix whatever DSP_LOG says (reports the
  * user asked for, such as DSP_STATS). */
 void dsp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -10,8 +10,6 @@
 
 #include <errno.h>
 
-static int reserve_logged, exhausted_logged, meta_logged;
-
 static void count_live(size_t len, int sign) {
     if (sign > 0) {
         dsp_stat_add(DSP_ST_live_bytes, len);
@@ -86,8 +84,7 @@ static int go_live(struct dsp_span *s, size_t len) {
     s->block = len;
     unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : s->user;
     if (dsp_reg_insert(s->base, len, DSP_RANGE_BLOCK, flags, s) != 0) {
-        dsp_log_once(&meta_logged, DSP_LOG_WARN,
-                     "out of memory for the registry; the caller falls back");
+        dsp_once(DSP_LOG_WARN, "out of memory for the registry; the caller falls back");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return -1;
     }
@@ -121,9 +118,8 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     dsp_stat_add(DSP_ST_pool_misses, 1);
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
         dsp_mgr_unlock();
-        dsp_log_once(&reserve_logged, DSP_LOG_WARN,
-                     "cannot reserve address space for pinned blocks (ulimit -v?); lower "
-                     "DSP_ARENA_SIZE");
+        dsp_once(DSP_LOG_WARN, "cannot reserve address space for pinned blocks (ulimit -v?); lower "
+                               "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }
@@ -162,9 +158,9 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         dsp_budget_release(pin, lock);
         dsp_mgr_unlock();
         if (!m->as_limited) /* under RLIMIT_AS the arena logged why it could not grow */
-            dsp_log_once(&exhausted_logged, DSP_LOG_WARN,
-                         "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
-                         "DSP_ARENA_SIZE");
+            dsp_once(DSP_LOG_WARN,
+                     "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
+                     "DSP_ARENA_SIZE");
         dsp_stat_add(DSP_ST_pin_failures, 1);
         return fail(ENOMEM);
     }

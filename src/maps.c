@@ -28,7 +28,6 @@
 
 static long headroom; /* maps the manager may still add before counting again */
 static struct timespec refused_at;
-static int refused_logged;
 
 size_t dsp_maps_max(void) {
     size_t v;
@@ -74,11 +73,11 @@ int dsp_maps_take(int n) {
         return 0;
     }
     clock_gettime(CLOCK_MONOTONIC_COARSE, &refused_at);
-    dsp_log_once(&refused_logged, DSP_LOG_WARN,
-                 "pinning refused: the process has %zu memory maps of vm.max_map_count %zu, and "
-                 "the last %zu are left to the program; free pinned blocks, or raise "
-                 "vm.max_map_count (sysctl -w vm.max_map_count=262144); the caller falls back",
-                 now, max, reserve);
+    dsp_once(DSP_LOG_WARN,
+             "pinning refused: the process has %zu memory maps of vm.max_map_count %zu, and "
+             "the last %zu are left to the program; free pinned blocks, or raise "
+             "vm.max_map_count (sysctl -w vm.max_map_count=262144); the caller falls back",
+             now, max, reserve);
     return -ENOMEM;
 }
 

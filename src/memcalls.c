@@ -114,8 +114,6 @@ int dsp_mem_mlock(const void *addr, size_t len, int flags) {
     return m.rc;
 }
 
-static int relock_logged;
-
 int dsp_mem_munlockall(void) {
     struct dsp_manager *m = &dsp_mgr;
     if (dsp_in_manager) return (int)syscall(SYS_munlockall); /* a signal handler: see below */
@@ -130,9 +128,8 @@ int dsp_mem_munlockall(void) {
             continue;
         }
         if (end > run && dsp_pin_lock_range((void *)run, end - run) != 0)
-            dsp_log_once(&relock_logged, DSP_LOG_WARN,
-                         "munlockall: cannot lock %zu bytes of pinned blocks again (%s)", end - run,
-                         strerror(errno));
+            dsp_once(DSP_LOG_WARN, "munlockall: cannot lock %zu bytes of pinned blocks again (%s)",
+                     end - run, strerror(errno));
         if (!s) break;
         run = end = s->state != DSP_SPAN_VACANT && s->locked ? s->base : 0;
         if (run) end = s->base + s->len;

@@ -26,8 +26,6 @@
 #define MCL_ONFAULT 4
 #endif
 
-static int retry_logged;
-
 void dsp_arena_unlock_reserved(uintptr_t base, size_t len) {
     if (DSP_LIKELY(!atomic_load_explicit(&dsp_mgr.lock_future, memory_order_relaxed))) return;
     int err = errno;
@@ -66,10 +64,10 @@ static int lock_all(int flags, int *err) {
 
 static void log_retry(const char *call, int err, size_t pooled) {
     char a[32];
-    dsp_log_once(&retry_logged, DSP_LOG_INFO,
-                 "%s refused (%s) while the pool held %s: the pool is given back and the call "
-                 "tried again",
-                 call, err == EAGAIN ? "EAGAIN" : "ENOMEM", dsp_fmt_bytes(a, sizeof a, pooled));
+    dsp_once(DSP_LOG_INFO,
+             "%s refused (%s) while the pool held %s: the pool is given back and the call "
+             "tried again",
+             call, err == EAGAIN ? "EAGAIN" : "ENOMEM", dsp_fmt_bytes(a, sizeof a, pooled));
 }
 
 int dsp_arena_mlockall(int flags) {

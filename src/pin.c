@@ -88,10 +88,6 @@ static int auto_threads(size_t len) {
     return t < 1 ? 1 : (int)t;
 }
 
-static int memlock_missing_logged, map_logged, populate_logged, mlock_logged;
-
-static int unlocked_logged, stuck_logged;
-
 /* Back to reserved address space, unlocking too: 0, or -1 when the pages could
  * not even be given back (then they stay populated and locked, and the caller
  * keeps them counted). The span's fields are not touched: this runs outside
@@ -112,10 +108,10 @@ static int unmap(const struct dsp_span *s) {
     if (syscall(SYS_munlock, base, s->len) == 0 && advise(base, s->len, MADV_DONTNEED) == 0)
         return 0;
     char a[32];
-    dsp_log_once(&stuck_logged, DSP_LOG_WARN,
-                 "cannot give back %s after a failed pin (%s; vm.max_map_count?): it stays "
-                 "counted as pinned and out of use (stat pin_stuck_bytes)",
-                 dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+    dsp_once(DSP_LOG_WARN,
+             "cannot give back %s after a failed pin (%s; vm.max_map_count?): it stays "
+             "counted as pinned and out of use (stat pin_stuck_bytes)",
+             dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
     errno = err;
     return -1;
 }
@@ -148,9 +144,8 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
              0) == MAP_FAILED) {
         int err = errno;
-        dsp_log_once(&map_logged, DSP_LOG_WARN,
-                     "cannot map %s for pinning (%s); the caller falls back",
-                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+        dsp_once(DSP_LOG_WARN, "cannot map %s for pinning (%s); the caller falls back",
+                 dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         return -err;
     }
     int huge = 0;
@@ -163,41 +158,38 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
         int err = -dsp_pin_lock_range(base, s->len);
         locked = err == 0;
         if (!locked && lock_optional) { /* the CUDA driver will pin it by registration */
-            dsp_log_once(&unlocked_logged, DSP_LOG_INFO,
-                         "mlock of %s refused (%s); the block is pinned by CUDA registration alone",
-                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+            dsp_once(DSP_LOG_INFO,
+                     "mlock of %s refused (%s); the block is pinned by CUDA registration alone",
+                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         } else if (!locked) {
             size_t lim = dsp_sys_memlock_limit();
             if (!dsp_sys_has_ipc_lock() && lim != (size_t)-1)
-                dsp_log_once(&memlock_missing_logged, DSP_LOG_WARN,
-                             "mlock of %s refused (%s): RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is "
-                             "missing; raise it "
-                             "with `ulimit -l unlimited`, `docker run --ulimit memlock=-1`, or "
-                             "grant CAP_IPC_LOCK",
-                             dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err),
-                             dsp_fmt_bytes(b, sizeof b, lim));
+                dsp_once(DSP_LOG_WARN,
+                         "mlock of %s refused (%s): RLIMIT_MEMLOCK is %s and CAP_IPC_LOCK is "
+                         "missing; raise it "
+                         "with `ulimit -l unlimited`, `docker run --ulimit memlock=-1`, or "
+                         "grant CAP_IPC_LOCK",
+                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err),
+                         dsp_fmt_bytes(b, sizeof b, lim));
             else
-                dsp_log_once(
-                    &mlock_logged, DSP_LOG_WARN,
-                    "mlock of %s refused (%s): the kernel could not lock that much memory; "
-                    "lower DSP_MAX_PINNED or free memory",
-                    dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+                dsp_once(DSP_LOG_WARN,
+                         "mlock of %s refused (%s): the kernel could not lock that much memory; "
+                         "lower DSP_MAX_PINNED or free memory",
+                         dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
             stuck = unmap(s) != 0;
             return stuck ? DSP_PIN_STUCK(err) : -err;
         }
     }
     int rc = dsp_prefault(base, s->len, auto_threads(s->len));
     if (rc) {
-        dsp_log_once(&populate_logged, DSP_LOG_WARN,
-                     "cannot populate %s (%s): not enough free memory; the caller falls back",
-                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(-rc));
+        dsp_once(DSP_LOG_WARN,
+                 "cannot populate %s (%s): not enough free memory; the caller falls back",
+                 dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(-rc));
         stuck = unmap(s) != 0;
         return stuck ? DSP_PIN_STUCK(-rc) : rc;
     }
     return (locked ? DSP_PIN_LOCKED : 0) | (huge ? DSP_PIN_HUGE : 0);
 }
-
-static int drop_logged;
 
 int dsp_pin_drop(struct dsp_span *s) {
     /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
@@ -217,9 +209,8 @@ int dsp_pin_drop(struct dsp_span *s) {
     int err = errno;
     char a[32];
     if (s->locked && syscall(SYS_munlock, base, s->len) != 0) {
-        dsp_log_once(&drop_logged, DSP_LOG_WARN,
-                     "cannot unlock %s (%s; vm.max_map_count?): it stays in the pool",
-                     dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
+        dsp_once(DSP_LOG_WARN, "cannot unlock %s (%s; vm.max_map_count?): it stays in the pool",
+                 dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         errno = err;
         return -1;
     }

@@ -38,6 +38,23 @@ Test(log, once_demotes_repeats_to_debug) {
     cr_assert_null(strstr(out, "repeat 1"));
 }
 
+/* dsp_once: each call site has a flag of its own. */
+static void site_a(int i) {
+    dsp_once(DSP_LOG_WARN, "site a %d", i);
+}
+static void site_b(int i) {
+    dsp_once(DSP_LOG_WARN, "site b %d", i);
+}
+Test(log, once_macro_logs_each_site_once) {
+    log_capture_start();
+    for (int i = 0; i < 3; i++) site_a(i), site_b(i);
+    const char *out = log_capture_collect();
+    cr_assert(strstr(out, "warning: site a 0"));
+    cr_assert(strstr(out, "warning: site b 0"));
+    cr_assert_null(strstr(out, "site a 1"));
+    cr_assert_null(strstr(out, "site b 1"));
+}
+
 /* Regression (issue 14): the 1023-byte cut dropped the reason after a long
  * echoed value. */
 Test(log, long_value_keeps_the_reason) {
