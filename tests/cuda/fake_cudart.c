@@ -191,15 +191,12 @@ int cudaMallocHost(void **p, size_t size) {
     return host_alloc(p, size, 0);
 }
 
-int cudaFreeHost(void *p) {
-    count(C_FREEHOST);
-    if (!p) return 0;
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
-    fk_device_idle(); /* the driver's cudaFreeHost synchronises the device */
+/* Frees memory the double mapped (cudaHostAlloc, cudaMalloc): p must be the
+ * exact base of a record of that kind, else 1 (cudaErrorInvalidValue). */
+static int unmap_exact(void *p, int kind) {
     pthread_mutex_lock(&mu);
     struct rec *r = containing(p);
-    if (!r || r->kind != ALLOC || r->ptr != p) {
+    if (!r || r->kind != kind || r->ptr != p) {
         pthread_mutex_unlock(&mu);
         return ret(1);
     }
@@ -210,6 +207,15 @@ int cudaFreeHost(void *p) {
     fk_unpin(pin);
     munmap(p, len);
     return 0;
+}
+
+int cudaFreeHost(void *p) {
+    count(C_FREEHOST);
+    if (!p) return 0;
+    int refused = fk_capture_refuses();
+    if (refused) return ret(refused);
+    fk_device_idle(); /* the driver's cudaFreeHost synchronises the device */
+    return unmap_exact(p, ALLOC);
 }
 
 static const void *call_back_on;
@@ -360,19 +366,7 @@ int cudaFree(void *p) {
     int refused = fk_capture_refuses();
     if (refused) return ret(refused);
     fk_device_idle();
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    if (!r || r->kind != DEVICE || r->ptr != p) {
-        pthread_mutex_unlock(&mu);
-        return ret(1);
-    }
-    size_t len = r->len;
-    int pin = r->pin;
-    drop(r);
-    pthread_mutex_unlock(&mu);
-    fk_unpin(pin);
-    munmap(p, len);
-    return 0;
+    return unmap_exact(p, DEVICE);
 }
 
 int cudaGetDeviceCount(int *n) {
