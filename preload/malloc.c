@@ -224,12 +224,17 @@ static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *
                  "allocator until hinted ones are freed");
         goto rejected;
     }
-    /* Registered spans first: pooled after a CUDA call registered them, they
-     * are the most pinned memory there is. Never the CUDA layer's make_room:
-     * no driver call from an allocation path. */
+    /* Never a span registered with the driver (regression:
+     * hinted_malloc_never_gets_a_registered_span): memory the program believes
+     * pageable must stay so until it pins it (is_pinned, pin_memory,
+     * cudaHostRegister), or its copies from it become truly asynchronous
+     * and a buffer reused after cudaMemcpyAsync returns is read late (issue
+     * 13). Registered spans stay in the CUDA pool, for cudaHostAlloc. Never
+     * the CUDA layer's make_room either: no driver call from an allocation
+     * path. */
     struct dsp_block b;
     unsigned mark = mark_for(align);
-    if (!dsp_block_alloc(req, DSP_BLK_REGISTERED | DSP_BLK_QUIET | DSP_BLK_USER(mark), &b)) {
+    if (!dsp_block_alloc(req, DSP_BLK_QUIET | DSP_BLK_USER(mark), &b)) {
         dsp_stat_sub(DSP_ST_malloc_hinted_bytes, len);
         dsp_once(DSP_LOG_WARN,
                  "malloc hints: the manager cannot pin %zu more bytes (DSP_MAX_PINNED, "

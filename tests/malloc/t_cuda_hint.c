@@ -38,15 +38,13 @@ int main(void) {
     CHECK(cudaHostRegister(p + 4096, 8192, 0) == cudaSuccess, "inside a registered block");
     CHECK(cudaHostUnregister(p + 4096) == cudaSuccess);
 
-    /* Freed, it stays registered in the pool; the next hinted malloc of that
-     * size gets it back, already registered, with no driver call. */
+    /* Freed, it stays registered in the CUDA pool (which hinted mallocs never
+     * take from: hinted_malloc_never_gets_a_registered_span). */
     errno = 55;
     free(p);
     CHECK(errno == 55);
-    int regs = calls("cudaHostRegister");
     char *q = malloc(4 << 20);
-    CHECK(q == p, "the registered span reused");
-    CHECK(host_type(q) == 1 && calls("cudaHostRegister") == regs);
+    CHECK(q && host_type(q) == 1);
     unsigned flags = 0;
     CHECK(cudaHostGetFlags(&flags, q) != cudaSuccess, "malloc memory is not cudaHostAlloc memory");
     cudaGetLastError();

@@ -1,0 +1,28 @@
+/* Regression (issue 13): a hinted malloc took spans from the CUDA layer's
+ * registered pool first, so a program that never pinned anything got memory
+ * the driver copies from asynchronously: a buffer it reused as soon as
+ * cudaMemcpyAsync returned (legal for pageable memory) was read late, and
+ * the device got the new data. Hinted memory must stay pageable to the
+ * driver until the program pins it (is_pinned, pin_memory, cudaHostRegister);
+ * registered spans are for cudaHostAlloc. */
+#include "../cuda/cuda_test.h"
+
+int main(void) {
+    char *p = malloc(4 << 20); /* hinted (DSP_MALLOC_MIN=1M) */
+    CHECK(p);
+    memset(p, 1, 4 << 20);
+    CHECK(host_type(p) == 1 && fakecuda_kind(p) == 2, "registered at the first question");
+    free(p); /* into the registered pool */
+    int regs = calls("cudaHostRegister");
+    char *q = malloc(4 << 20);
+    CHECK(q && q != p, "a hinted malloc got the registered span back");
+    CHECK(fakecuda_kind(q) == 0, "the new hinted block is not registered with the driver");
+    CHECK(calls("cudaHostRegister") == regs, "no driver call from malloc");
+    char *served = NULL;
+    CHECK(cudaHostAlloc((void **)&served, 4 << 20, 0) == cudaSuccess && served == p,
+          "cudaHostAlloc reuses the registered span");
+    CHECK(calls("cudaHostRegister") == regs, "with no driver call");
+    CHECK(cudaFreeHost(served) == cudaSuccess);
+    free(q);
+    PASS();
+}
