@@ -168,12 +168,39 @@ static cudaError_t register_block(uintptr_t base, size_t span_len, unsigned user
     return cudaSuccess;
 }
 
+/* Waits for the device, in the relaxed capture mode: the wait is the shim's,
+ * made on the caller's behalf, and must not invalidate a capture the caller
+ * may have running. 0 or the driver's error (logged once). */
+static cudaError_t device_idle(void) {
+    int mode = cudaStreamCaptureModeRelaxed;
+    int relaxed = real.ExchangeCaptureMode && real.ExchangeCaptureMode(&mode) == cudaSuccess;
+    cudaError_t rc = real.DeviceSynchronize();
+    if (relaxed) real.ExchangeCaptureMode(&mode);
+    dsp_stat_add(DSP_ST_cuda_syncs, 1);
+    if (rc != cudaSuccess) {
+        forget_error(rc);
+        dsp_once(DSP_LOG_WARN,
+                 "waiting for the device before reusing a freed registered block failed (error "
+                 "%d); the block is kept out of use",
+                 rc);
+    }
+    return rc;
+}
+
 /* Unregisters and gives back pooled registered blocks: over DSP_POOL_MAX, or
- * all of them. Returns bytes released. */
+ * all of them. A block freed with no device wait since (free() of a hinted
+ * block, dsp_free) may still be read or written by a copy in flight: the
+ * device is waited for once before any such block is unregistered and its
+ * pages given back (regression: freed_registered_block_waits_for_copies).
+ * Returns bytes released. */
 static size_t evict(int all) {
     struct dsp_evicted e[16];
     size_t n, total = 0;
     while ((n = dsp_cuda_evict(all, e, 16)) > 0) {
+        int unsynced = 0;
+        for (size_t i = 0; i < n; i++) unsynced |= e[i].unsynced;
+        if (unsynced && device_idle() != cudaSuccess)
+            return total; /* the spans stay out of use: never reused, never given back */
         for (size_t i = 0; i < n; i++) {
             cudaError_t rc = real.HostUnregister((void *)e[i].base);
             if (rc != cudaSuccess && rc != cudaErrorHostMemoryNotRegistered) {
@@ -222,6 +249,15 @@ static int serve(void **p, size_t size, unsigned flags) {
     /* Over budget, the registered pool gives way first (cuda_budget_evict). */
     void *ptr = dsp_block_alloc_room(size, how, &b);
     if (!ptr) return -1;
+    /* A registered block its last owner freed with no device wait (free() of
+     * a hinted block, dsp_free): a copy submitted before that free may still
+     * read or write it. Wait once, here, where the new owner would otherwise
+     * race it (regression: freed_registered_block_waits_for_copies); spans
+     * cudaFreeHost freed are synced already (it waits, as the real one). */
+    if (b.unsynced && device_idle() != cudaSuccess) {
+        dsp_block_free(b.base); /* back to the pool, still unsynced */
+        return -1;
+    }
     if (!(b.flags & DSP_BLOCKF_REG) &&
         register_block(b.base, b.span_len, SERVED | flags) != cudaSuccess) {
         dsp_block_discard(b.base); /* pinned for nothing: give it back at once */
@@ -274,7 +310,9 @@ DSP_API cudaError_t cudaFreeHost(void *ptr) {
                 return rc; /* the runtime's last error is the driver's own */
             }
         }
-        int over = dsp_block_free(b.base);
+        /* Synced: the device was waited for above (a registered block), or
+         * the block was never registered, so no copy can use it. */
+        int over = dsp_block_free_synced(b.base);
         if (over >= 0) {
             dsp_stat_add(DSP_ST_cuda_free_pooled, 1);
             if (on && over) evict(0); /* over DSP_POOL_MAX */

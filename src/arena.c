@@ -163,6 +163,7 @@ static struct dsp_span *new_span(uintptr_t base, size_t len, int state) {
     s->base = base;
     s->len = len;
     s->state = (uint8_t)state;
+    s->unsynced = 0; /* (slab objects come back with their last values) */
     return s;
 }
 
@@ -198,6 +199,7 @@ struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len) {
     if (!t) return NULL;
     t->locked = s->locked;
     t->huge = s->huge;
+    t->unsynced = s->unsynced;
     t->counted = s->counted; /* registered spans are never split */
     s->len = len;
     link_after(s, t);

@@ -33,6 +33,8 @@ struct dsp_block {
     unsigned flags;  /* DSP_BLOCKF_* */
     int inherited;   /* from the parent across fork: not pinned here, never a driver call */
     int fresh;       /* from dsp_block_alloc: newly mapped, so it reads as zeros */
+    int unsynced;    /* from dsp_block_alloc: a registered span freed with no device
+                        wait since: wait for the device before the new owner uses it */
 };
 
 /* A live block of at least size bytes, or NULL with errno (as dsp_alloc). */
@@ -63,6 +65,12 @@ int dsp_block_set_registered(uintptr_t base, unsigned user);
  * registered block goes to the registered pool, the layer's freed() hook
  * dropping its state. */
 int dsp_block_free(uintptr_t base);
+
+/* As dsp_block_free, after the caller waited for the device (cudaFreeHost):
+ * no copy submitted before can still use the block, which is pooled as
+ * synced. dsp_block_free pools a registered block as unsynced: its next
+ * owner, or its eviction, waits for the device first (issue 13). */
+int dsp_block_free_synced(uintptr_t base);
 
 /* As dsp_block_free, but only while the block's flags match: (flags & mask)
  * == want, checked with the free under the manager's lock (a check made
@@ -100,6 +108,7 @@ struct dsp_evicted {
     uintptr_t base;
     size_t len;
     void *token;
+    int unsynced; /* freed with no device wait since: wait before unregistering */
 };
 size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max);
 void dsp_cuda_evicted(void *token);

@@ -28,6 +28,7 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
         out[i].base = s[i]->base; /* s is LIVE and ours alone until evicted() */
         out[i].len = s[i]->len;
         out[i].token = s[i];
+        out[i].unsynced = s[i]->unsynced;
     }
     return n;
 }
@@ -37,6 +38,7 @@ void dsp_cuda_evicted(void *token) {
     dsp_mgr_lock();
     s->reg = 0;
     s->user = 0;
+    s->unsynced = 0;
     dsp_span_release(s);
     dsp_stat_add(DSP_ST_pool_releases, 1);
     dsp_mgr_unlock();

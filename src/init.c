@@ -57,7 +57,7 @@ static void fork_child(void) {
     for (struct dsp_span *s = m->first, *next; s; s = next) {
         next = s->anext;
         int was_reg = s->reg;
-        s->locked = s->counted = s->reg = 0;
+        s->locked = s->counted = s->reg = s->unsynced = 0; /* no device here */
         if (s->state == DSP_SPAN_VACANT) continue;
         if (s->state == DSP_SPAN_CACHED) {
             dsp_bins_remove(was_reg ? &m->cuda_cached : &m->cached, s);

@@ -77,6 +77,7 @@ static void fill(struct dsp_block *out, const struct dsp_span *s) {
     out->flags = s->reg ? DSP_BLOCKF_REG | s->user : s->user;
     out->inherited = 0;
     out->fresh = 0;
+    out->unsynced = s->unsynced;
 }
 
 /* Under mu: publishes a span as a live block of len bytes. */
@@ -112,6 +113,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         }
         dsp_stat_add(DSP_ST_pool_hits, 1);
         fill(out, s);
+        s->unsynced = 0; /* the new owner was told (out->unsynced) and waits */
         dsp_mgr_unlock();
         return (void *)s->base;
     }
@@ -262,7 +264,7 @@ int dsp_block_set_registered(uintptr_t base, unsigned user) {
 
 /* mask, want: the block's flags must match (r.flags & mask) == want, checked
  * under the lock with the free; out: the block freed. */
-static int block_free(uintptr_t base, int discard, unsigned mask, unsigned want,
+static int block_free(uintptr_t base, int discard, int synced, unsigned mask, unsigned want,
                       struct dsp_block *out) {
     if (!base || !dsp_in_arena((void *)base)) return -EINVAL;
     struct dsp_manager *m = &dsp_mgr;
@@ -278,6 +280,7 @@ static int block_free(uintptr_t base, int discard, unsigned mask, unsigned want,
     count_live(r.end - r.base, -1);
     struct dsp_span *s = r.owner;
     int reg = s->reg;
+    s->unsynced = reg && !synced;
     if (discard && !reg)
         dsp_span_release(s);
     else
@@ -290,15 +293,19 @@ static int block_free(uintptr_t base, int discard, unsigned mask, unsigned want,
 }
 
 int dsp_block_free(uintptr_t base) {
-    return block_free(base, 0, 0, 0, NULL);
+    return block_free(base, 0, 0, 0, 0, NULL);
+}
+
+int dsp_block_free_synced(uintptr_t base) {
+    return block_free(base, 0, 1, 0, 0, NULL);
 }
 
 int dsp_block_free_if(uintptr_t base, unsigned mask, unsigned want, struct dsp_block *out) {
-    return block_free(base, 0, mask, want, out);
+    return block_free(base, 0, 0, mask, want, out);
 }
 
 int dsp_block_discard(uintptr_t base) {
-    return block_free(base, 1, 0, 0, NULL);
+    return block_free(base, 1, 0, 0, 0, NULL);
 }
 
 void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {

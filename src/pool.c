@@ -89,6 +89,7 @@ void dsp_span_release(struct dsp_span *s) {
     s->counted = 0;
     s->reg = 0;
     s->user = 0;
+    s->unsynced = 0;
     dsp_arena_vacate(s);
 }
 

@@ -24,13 +24,14 @@ struct dsp_span {
     struct dsp_span *bprev, *bnext; /* size-index bin */
     uint16_t bin;
     uint8_t state;
-    uint8_t locked;  /* mlock'ed in this process */
-    uint8_t huge;    /* MADV_HUGEPAGE asked for */
-    uint8_t counted; /* in the budget's pinned bytes (not after a fork) */
-    uint8_t reg;     /* registered with the CUDA driver as exactly [base, base+len) */
-    uint8_t taint;   /* DSP_TAINT_*: the program changed the mapping (memcalls.c) */
-    uint32_t user;   /* the owning layer's data (CUDA: the flags asked for) */
-    size_t block;    /* live: the caller's block length (<= len) */
+    uint8_t locked;   /* mlock'ed in this process */
+    uint8_t huge;     /* MADV_HUGEPAGE asked for */
+    uint8_t counted;  /* in the budget's pinned bytes (not after a fork) */
+    uint8_t reg;      /* registered with the CUDA driver as exactly [base, base+len) */
+    uint8_t taint;    /* DSP_TAINT_*: the program changed the mapping (memcalls.c) */
+    uint8_t unsynced; /* registered, freed with no device wait: a copy may still use it */
+    uint32_t user;    /* the owning layer's data (CUDA: the flags asked for) */
+    size_t block;     /* live: the caller's block length (<= len) */
 };
 
 /* Size index in the manner of TLSF: 8 linear bins below 8 pages, then 8 bins per

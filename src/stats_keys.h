@@ -36,7 +36,9 @@ DSP_STAT(cuda_register_external, COUNTER,
 DSP_STAT(cuda_registrations, COUNTER, "blocks the shim registered with the driver")
 DSP_STAT(cuda_unregistrations, COUNTER,
          "pooled blocks the shim unregistered before giving them back")
-DSP_STAT(cuda_syncs, COUNTER, "device waits in cudaFreeHost (the real one waits too)")
+DSP_STAT(cuda_syncs, COUNTER,
+         "device waits: in cudaFreeHost (the real one waits too), and before reusing or giving "
+         "back a registered block freed with none")
 DSP_STAT(cufile_direct_host, COUNTER,
          "cuFileRead/cuFileWrite calls into pinned host memory done by the shim, without cuFile's "
          "staging")
