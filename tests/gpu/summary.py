@@ -126,7 +126,7 @@ def main():
             value, shown = v, None if v is None else fmt(v)
         elif how == "shim-plain":
             value = None if a is None or b is None else b - a
-            shown = None if value is None else "%s-%s" % (fmt(b), fmt(a))
+            shown = None if value is None else "%+.3g" % value
         elif how == "same":
             value = None if a is None or b is None else float(a == b)
             shown = None if value is None else "%s / %s" % (fmt(a), fmt(b))
