@@ -1,9 +1,9 @@
 /* dspreload: runs a command with libdspreload.so preloaded, in the spirit of
  * hugectl and numactl; plus doctor, env, stats and demo (dspreload --help). */
-#include "../src/cgroup.h"
-#include "../src/config.h"
-#include "../src/internal.h"
-#include "../src/sys.h"
+#include "cgroup.h"
+#include "config.h"
+#include "internal.h"
+#include "sys.h"
 #include "launcher.h"
 
 #include <errno.h>

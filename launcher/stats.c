@@ -1,6 +1,6 @@
 /* dspreload stats FILE ...: the JSON objects DSP_STATS_FILE wrote, one per
  * process (per rank), as one table with totals. */
-#include "../src/fmt.h"
+#include "fmt.h"
 #include "json_number.h"
 #include "launcher.h"
 
