@@ -8,7 +8,7 @@
  * bench/schema.h's format, for bench/run). On a GPU machine, tests/gpu/
  * measures the same against the real driver. */
 #define DSP_CUDA_PROTOTYPES
-#include "../preload/cuda_types.h"
+#include "cuda_types.h"
 #include "schema.h"
 #include "timing.h"
 

@@ -10,7 +10,7 @@
  * Run as `cufile_bench LIBDSPRELOAD [--quick] [--json FILE]`: it re-executes
  * itself under LD_PRELOAD. Prints one Markdown table of medians and ratios. */
 #define DSP_CUFILE_PROTOTYPES
-#include "../io/cufile_types.h"
+#include "cufile_types.h"
 #include "schema.h"
 #include "timing.h"
 

@@ -27,10 +27,10 @@
  * format for bench/run.
  * Memory is warmed before timing: first touch of fresh memory on these VMs is
  * far slower than anything measured here. */
-#include "../src/config.h"
-#include "../src/manager.h"
-#include "../src/registry.h"
-#include "../src/stats.h"
+#include "config.h"
+#include "manager.h"
+#include "registry.h"
+#include "stats.h"
 #include "schema.h"
 #include "timing.h"
 

@@ -1,9 +1,9 @@
 #include "bounce.h"
 
-#include "../src/block.h"
-#include "../src/config.h"
-#include "../src/internal.h"
-#include "../src/log.h"
+#include "block.h"
+#include "config.h"
+#include "internal.h"
+#include "log.h"
 
 #include <pthread.h>
 

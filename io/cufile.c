@@ -16,15 +16,15 @@
  *
  * The shim links no cuFile library: real functions are found at the first call
  * (src/symbols.c), including in a libcufile loaded RTLD_LOCAL. */
-#include "../src/config.h"
-#include "../src/fmt.h"
-#include "../src/fork.h"
-#include "../src/internal.h"
-#include "../src/log.h"
-#include "../src/manager.h"
-#include "../src/registry.h"
-#include "../src/stats.h"
-#include "../src/symbols.h"
+#include "config.h"
+#include "fmt.h"
+#include "fork.h"
+#include "internal.h"
+#include "log.h"
+#include "manager.h"
+#include "registry.h"
+#include "stats.h"
+#include "symbols.h"
 #include "cufile_types.h"
 #include "dio.h"
 

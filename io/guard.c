@@ -1,7 +1,7 @@
 #include "guard.h"
 
-#include "../src/errname.h"
-#include "../src/log.h"
+#include "errname.h"
+#include "log.h"
 
 #include <errno.h>
 #include <pthread.h>

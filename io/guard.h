@@ -19,7 +19,7 @@
 #include <setjmp.h>
 #include <stddef.h>
 
-#include "../src/internal.h"
+#include "internal.h"
 
 /* Installs the handler once: 0, or -errno. Call before the first guarded region. */
 int dsp_guard_install(void);

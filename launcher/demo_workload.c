@@ -1,9 +1,9 @@
 /* The demo workload (dspreload-demo), run by `dspreload demo` under the shim:
  * the same work done with and without the shim's help, in one process, and
  * what the shim did. Seconds on a 2-core machine without a GPU. */
-#include "../bench/timing.h"
-#include "../io/cufile_types.h"
-#include "../preload/cuda_types.h"
+#include "timing.h"
+#include "cufile_types.h"
+#include "cuda_types.h"
 #include "json_number.h"
 
 #include <dlfcn.h>

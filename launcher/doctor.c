@@ -1,11 +1,11 @@
 /* dspreload doctor [PATH ...]: what this machine allows, one line a check,
  * OK / WARN / FAIL with the fix. Exit status 1 when anything FAILs. */
-#include "../src/cgroup.h"
-#include "../src/config.h"
-#include "../src/fmt.h"
-#include "../src/internal.h"
-#include "../src/manager.h"
-#include "../src/sys.h"
+#include "cgroup.h"
+#include "config.h"
+#include "fmt.h"
+#include "internal.h"
+#include "manager.h"
+#include "sys.h"
 #include "launcher.h"
 
 #include <dlfcn.h>

@@ -26,9 +26,10 @@ const char *self_dir(void);
 int preload_unsafe(const char *lib);
 const char *preload_unsafe_why(const char *lib);
 
-/* lib: the library --lib named (absolute), or NULL for find_library(). */
+/* The subcommands, on the arguments after their name. lib: the library --lib
+ * named (absolute), or NULL for find_library(); stats reads no library. */
 int cmd_doctor(int argc, char **argv, const char *lib);
-int cmd_stats(int argc, char **argv);
+int cmd_stats(int argc, char **argv, const char *lib);
 int cmd_demo(int argc, char **argv, const char *lib);
 
 #endif

@@ -1,9 +1,9 @@
 /* dspreload: runs a command with libdspreload.so preloaded, in the spirit of
  * hugectl and numactl; plus doctor, env, stats and demo (dspreload --help). */
-#include "../src/cgroup.h"
-#include "../src/config.h"
-#include "../src/internal.h"
-#include "../src/sys.h"
+#include "cgroup.h"
+#include "config.h"
+#include "internal.h"
+#include "sys.h"
 #include "launcher.h"
 
 #include <errno.h>
@@ -178,50 +178,70 @@ static int add_preload(const char *lib) {
     return rc;
 }
 
+static int cmd_env(int argc, char **argv, const char *lib) {
+    (void)lib;
+    int md = argc > 0 && !strcmp(argv[0], "--markdown");
+    if (argc > 1 || (argc == 1 && !md))
+        return usage_error("env: unexpected argument '%s'", argv[argc - 1]);
+    fflush(stdout);
+    dsp_config_print(1, md);
+    return 0;
+}
+
 /* Options before a subcommand: doctor and demo take them all (doctor checks the
  * library --lib names and reads the DSP_* settings as the library would; demo
  * runs under them); env and stats read nothing they set. */
-static int subcommand(const char *sub, int nopts, const char *first_opt, const char *lib, int argc,
-                      char **argv) {
-    int takes_options = !strcmp(sub, "doctor") || !strcmp(sub, "demo");
-    if (nopts && !takes_options)
-        return usage_error("%s takes no options before it (got '%s')", sub, first_opt);
-    if (!strcmp(sub, "env")) {
-        int md = argc > 0 && !strcmp(argv[0], "--markdown");
-        if (argc > 1 || (argc == 1 && !md))
-            return usage_error("env: unexpected argument '%s'", argv[argc - 1]);
-        fflush(stdout);
-        dsp_config_print(1, md);
-        return 0;
-    }
-    if (!strcmp(sub, "doctor")) return cmd_doctor(argc, argv, lib);
-    if (!strcmp(sub, "stats")) return cmd_stats(argc, argv);
-    return cmd_demo(argc, argv, lib);
+static const struct subcommand {
+    const char *name;
+    int takes_options;
+    int (*run)(int argc, char **argv, const char *lib);
+} subcommands[] = {
+    {"doctor", 1, cmd_doctor},
+    {"env", 0, cmd_env},
+    {"stats", 0, cmd_stats},
+    {"demo", 1, cmd_demo},
+};
+
+static const struct subcommand *find_subcommand(const char *a) {
+    for (size_t k = 0; k < sizeof subcommands / sizeof *subcommands; k++)
+        if (!strcmp(a, subcommands[k].name)) return &subcommands[k];
+    return NULL;
 }
 
-static int is_subcommand(const char *a) {
-    return !strcmp(a, "doctor") || !strcmp(a, "env") || !strcmp(a, "stats") || !strcmp(a, "demo");
+/* One --option of those before the command (argv[*i], a): applied, or for
+ * --lib, *lib set. Its value is after '=' or the next argument (*i moved on to
+ * it). 0, or the exit status of a usage error. */
+static int long_option(const char *a, char **argv, int *i, const char **lib) {
+    const char *eq = strchr(a, '=');
+    size_t n = eq ? (size_t)(eq - a) : strlen(a);
+    const char *value = eq ? eq + 1 : NULL;
+    int known = 0;
+    for (size_t k = 0; k < sizeof value_opts / sizeof *value_opts; k++) {
+        if (strlen(value_opts[k].opt) != n || strncmp(a, value_opts[k].opt, n)) continue;
+        known = 1;
+        if (!value && (value = argv[++*i]) == NULL) return usage_error("%s needs a value", a);
+        int rc = set(dsp_opt_desc[value_opts[k].id].name, value, value_opts[k].opt);
+        if (rc) return rc;
+    }
+    if (!known && n == 5 && !strncmp(a, "--lib", 5)) {
+        known = 1;
+        if (!value && (value = argv[++*i]) == NULL) return usage_error("--lib needs a value");
+        if (!(*lib = lib_path(value))) return usage_error("--lib: cannot find '%s'", value);
+    }
+    if (!known) return usage_error("unknown option '%s'", a);
+    return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) return usage_error("no command given");
-    const char *sub = argv[1];
-    if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-        fputs(help_text, stdout);
-        return 0;
-    }
-    if (!strcmp(sub, "--version")) {
-        printf("dspreload %s\n", DSP_VERSION_STRING);
-        return 0;
-    }
-
-    const char *lib = NULL;
-    int i = 1, dashdash = 0;
+/* The options and VAR=value settings before the command, applied: 0 with *at
+ * the index of the command (argc when none) and *dashdash whether -- came
+ * before it; or the exit status of a usage error. */
+static int parse_options(int argc, char **argv, int *at, int *dashdash, const char **lib) {
+    int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) {
             i++;
-            dashdash = 1;
+            *dashdash = 1;
             break;
         }
         if (!strcmp(a, "--stats")) {
@@ -229,25 +249,8 @@ int main(int argc, char **argv) {
             continue;
         }
         if (!strncmp(a, "--", 2)) {
-            const char *eq = strchr(a, '=');
-            size_t n = eq ? (size_t)(eq - a) : strlen(a);
-            const char *value = eq ? eq + 1 : NULL;
-            int known = 0;
-            for (size_t k = 0; k < sizeof value_opts / sizeof *value_opts; k++) {
-                if (strlen(value_opts[k].opt) != n || strncmp(a, value_opts[k].opt, n)) continue;
-                known = 1;
-                if (!value && (value = argv[++i]) == NULL)
-                    return usage_error("%s needs a value", a);
-                int rc = set(dsp_opt_desc[value_opts[k].id].name, value, value_opts[k].opt);
-                if (rc) return rc;
-            }
-            if (!known && n == 5 && !strncmp(a, "--lib", 5)) {
-                known = 1;
-                if (!value && (value = argv[++i]) == NULL)
-                    return usage_error("--lib needs a value");
-                if (!(lib = lib_path(value))) return usage_error("--lib: cannot find '%s'", value);
-            }
-            if (!known) return usage_error("unknown option '%s'", a);
+            int rc = long_option(a, argv, &i, lib);
+            if (rc) return rc;
             continue;
         }
         if (a[0] == '-') return usage_error("unknown option '%s'", a);
@@ -265,9 +268,32 @@ int main(int argc, char **argv) {
         }
         break; /* the command, or a subcommand */
     }
+    *at = i;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage_error("no command given");
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fputs(help_text, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("dspreload %s\n", DSP_VERSION_STRING);
+        return 0;
+    }
+
+    const char *lib = NULL;
+    int i = 1, dashdash = 0;
+    int rc = parse_options(argc, argv, &i, &dashdash, &lib);
+    if (rc) return rc;
     /* A subcommand's name before any --; after --, a program of that name. */
-    if (!dashdash && i < argc && is_subcommand(argv[i]))
-        return subcommand(argv[i], i > 1, argv[1], lib, argc - i - 1, argv + i + 1);
+    const struct subcommand *sub = !dashdash && i < argc ? find_subcommand(argv[i]) : NULL;
+    if (sub) {
+        if (i > 1 && !sub->takes_options)
+            return usage_error("%s takes no options before it (got '%s')", sub->name, argv[1]);
+        return sub->run(argc - i - 1, argv + i + 1, lib);
+    }
     if (i >= argc) return usage_error("no command given");
     if (!lib && !(lib = find_library()))
         return usage_error("libdspreload.so not found beside %s (give it with --lib PATH)",

@@ -1,6 +1,6 @@
 /* dspreload stats FILE ...: the JSON objects DSP_STATS_FILE wrote, one per
  * process (per rank), as one table with totals. */
-#include "../src/fmt.h"
+#include "fmt.h"
 #include "json_number.h"
 #include "launcher.h"
 
@@ -95,7 +95,8 @@ static int read_file(const char *path, char *json, size_t cap) {
     return 0;
 }
 
-int cmd_stats(int argc, char **argv) {
+int cmd_stats(int argc, char **argv, const char *lib) {
+    (void)lib;
     if (argc < 1) return usage_error("stats: give the JSON files DSP_STATS_FILE wrote");
     u128 total[NCOLS] = {0};
     printf("%-10s", "pid");

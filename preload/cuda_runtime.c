@@ -10,15 +10,15 @@
  *
  * The shim links no CUDA library: real functions are found at the first call
  * (src/symbols.c), including in a libcudart loaded RTLD_LOCAL. */
-#include "../src/block.h"
-#include "../src/config.h"
-#include "../src/fork.h"
-#include "../src/internal.h"
-#include "../src/log.h"
-#include "../src/manager.h"
-#include "../src/registry.h"
-#include "../src/stats.h"
-#include "../src/symbols.h"
+#include "block.h"
+#include "config.h"
+#include "fork.h"
+#include "internal.h"
+#include "log.h"
+#include "manager.h"
+#include "registry.h"
+#include "stats.h"
+#include "symbols.h"
 #include "cuda_types.h"
 #include "cuda_vreg.h"
 

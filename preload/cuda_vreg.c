@@ -1,8 +1,8 @@
 #include "cuda_vreg.h"
 
-#include "../src/fork.h"
-#include "../src/reentry.h"
-#include "../src/internal.h"
+#include "fork.h"
+#include "reentry.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <string.h>

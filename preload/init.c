@@ -1,7 +1,7 @@
 /* Library constructor and destructor: only in libdspreload.so (unit tests link
  * the core without them, so each test starts from a clean manager). */
-#include "../src/manager.h"
-#include "../src/stats.h"
+#include "manager.h"
+#include "stats.h"
 
 void dsp_malloc_init(void); /* malloc.c */
 

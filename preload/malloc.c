@@ -14,12 +14,12 @@
  * Signals (docs/design.md): a handler that interrupted its thread inside one
  * of our locks (dsp_in_manager, reentry.h) allocates from glibc and defers its
  * frees of hinted blocks; both checks are on the slow paths only. */
-#include "../src/block.h"
-#include "../src/config.h"
-#include "../src/log.h"
-#include "../src/malloc_rules.h"
-#include "../src/manager.h"
-#include "../src/stats.h"
+#include "block.h"
+#include "config.h"
+#include "log.h"
+#include "malloc_rules.h"
+#include "manager.h"
+#include "stats.h"
 
 #include <dlfcn.h>
 #include <errno.h>

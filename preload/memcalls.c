@@ -5,7 +5,7 @@
  * pool given back and one more try), the calls on memory the manager handed
  * out in src/memcalls.c. Outside the arena each is its system call after one
  * compare. Exported unversioned like the other hooks (preload/libdspreload.map). */
-#include "../src/manager.h"
+#include "manager.h"
 
 #include <stddef.h>
 

@@ -93,44 +93,55 @@ static int go_live(struct dsp_span *s, size_t len) {
     return 0;
 }
 
-void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
-    if (!size) return fail(EINVAL);
-    if (size > DSP_USER_VA_END || !dsp_ensure_init()) return fail(ENOMEM);
-    struct dsp_manager *m = &dsp_mgr;
-    size_t len = dsp_align_up(size, DSP_PAGE);
-    int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
+/* Why dsp_block_alloc has no block, for what it does once mu is dropped. */
+enum refusal {
+    POOL_MISS,      /* the pool had no span: a new one is pinned */
+    REFUSED,        /* said and counted where refused, if at all */
+    PIN_FAILED,     /* this one and those below: a pin failure, counted unlocked */
+    PIN_NO_RESERVE, /* no address space could be reserved for the arena */
+    PIN_NO_ROOM,    /* the arena is full */
+};
 
-    dsp_mgr_lock();
+/* Under mu: a pooled span made the live block; NULL on a miss (POOL_MISS) or when
+ * the registry has no room for it (REFUSED: counted, the span retired). */
+static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *out,
+                                  enum refusal *why) {
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
     if (!s) s = dsp_pool_get(len);
-    if (s) s->user = user; /* a pooled span's bits were its last owner's */
-    if (s) {
-        if (go_live(s, len) != 0) {
-            retire(s);
-            dsp_mgr_unlock();
-            return fail(ENOMEM);
-        }
-        dsp_stat_add(DSP_ST_pool_hits, 1);
-        fill(out, s);
-        s->unsynced = 0; /* the new owner was told (out->unsynced) and waits */
-        dsp_mgr_unlock();
-        return (void *)s->base;
+    if (!s) {
+        dsp_stat_add(DSP_ST_pool_misses, 1);
+        *why = POOL_MISS;
+        return NULL;
     }
-    dsp_stat_add(DSP_ST_pool_misses, 1);
+    s->user = user; /* a pooled span's bits were its last owner's */
+    if (go_live(s, len) != 0) {
+        retire(s);
+        *why = REFUSED;
+        return NULL;
+    }
+    dsp_stat_add(DSP_ST_pool_hits, 1);
+    fill(out, s);
+    s->unsynced = 0; /* the new owner was told (out->unsynced) and waits */
+    return s;
+}
+
+/* Under mu, which it drops while the pages are populated and locked: a newly
+ * pinned span made the live block; NULL with why when refused. */
+static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
+                                enum refusal *why) {
+    struct dsp_manager *m = &dsp_mgr;
+    int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
+    unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
-        dsp_mgr_unlock();
-        dsp_once(DSP_LOG_WARN, "cannot reserve address space for pinned blocks (ulimit -v?); lower "
-                               "DSP_ARENA_SIZE");
-        dsp_stat_add(DSP_ST_pin_failures, 1);
-        return fail(ENOMEM);
+        *why = PIN_NO_RESERVE;
+        return NULL;
     }
     /* A block the memory cgroup cannot hold is refused, never populated into
      * an OOM kill (logged; its margin of 16 MiB or more covers a chunk's rest). */
     if (dsp_cgroup_refuses(len) || dsp_maps_take(2) != 0) { /* logged */
-        dsp_mgr_unlock();
-        dsp_stat_add(DSP_ST_pin_failures, 1);
-        return fail(ENOMEM);
+        *why = PIN_FAILED;
+        return NULL;
     }
     /* Locked if the budget allows; a CUDA block may go unlocked instead, since
      * the driver's registration pins it whatever RLIMIT_MEMLOCK says. A small
@@ -144,8 +155,8 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (pin > len && dsp_budget_reserve(pin, 1, DSP_REFUSE_SILENT) != 0) pin = len;
     if (pin == len && dsp_budget_reserve(len, 1, optional ? DSP_REFUSE_SILENT : refuse) != 0) {
         if (!optional || dsp_budget_reserve(len, 0, refuse) != 0) {
-            dsp_mgr_unlock();
-            return fail(ENOMEM);
+            *why = REFUSED;
+            return NULL;
         }
         lock = 0;
     }
@@ -155,16 +166,11 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
      * bench/pin_bench section 5, issue 12). */
     int huge = m->huge_mode == DSP_HUGEPAGES_ALWAYS ||
                (m->huge_mode == DSP_HUGEPAGES_AUTO && len >= DSP_HUGE_PAGE);
-    s = dsp_arena_take(pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
+    struct dsp_span *s = dsp_arena_take(pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
         dsp_budget_release(pin, lock);
-        dsp_mgr_unlock();
-        if (!m->as_limited) /* under RLIMIT_AS the arena logged why it could not grow */
-            dsp_once(DSP_LOG_WARN,
-                     "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
-                     "DSP_ARENA_SIZE");
-        dsp_stat_add(DSP_ST_pin_failures, 1);
-        return fail(ENOMEM);
+        *why = PIN_NO_ROOM;
+        return NULL;
     }
     dsp_mgr_unlock();
 
@@ -188,16 +194,14 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
         s->counted = 1;
         s->locked = lock != 0;
         dsp_stat_add(DSP_ST_pin_stuck_bytes, pin);
-        dsp_mgr_unlock();
-        dsp_stat_add(DSP_ST_pin_failures, 1);
-        return fail(ENOMEM);
+        *why = PIN_FAILED;
+        return NULL;
     }
     if (rc < 0) {
         dsp_budget_release(pin, lock);
         dsp_arena_vacate(s);
-        dsp_mgr_unlock();
-        dsp_stat_add(DSP_ST_pin_failures, 1);
-        return fail(ENOMEM);
+        *why = PIN_FAILED;
+        return NULL;
     }
     s->counted = 1;
     s->user = user;
@@ -215,13 +219,35 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     }
     if (go_live(s, len) != 0) {
         retire(s);
-        dsp_mgr_unlock();
-        return fail(ENOMEM);
+        *why = REFUSED;
+        return NULL;
     }
     fill(out, s);
     if (out) out->fresh = 1;
+    return s;
+}
+
+void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
+    if (!size) return fail(EINVAL);
+    if (size > DSP_USER_VA_END || !dsp_ensure_init()) return fail(ENOMEM);
+    size_t len = dsp_align_up(size, DSP_PAGE);
+    enum refusal why = POOL_MISS;
+
+    dsp_mgr_lock();
+    struct dsp_span *s = from_pool(len, how, out, &why);
+    if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
     dsp_mgr_unlock();
-    return (void *)s->base;
+
+    if (s) return (void *)s->base;
+    if (why == PIN_NO_RESERVE)
+        dsp_once(DSP_LOG_WARN, "cannot reserve address space for pinned blocks (ulimit -v?); lower "
+                               "DSP_ARENA_SIZE");
+    /* under RLIMIT_AS the arena logged why it could not grow */
+    if (why == PIN_NO_ROOM && !dsp_mgr.as_limited)
+        dsp_once(DSP_LOG_WARN, "no address space left for pinned blocks (DSP_ARENA_SIZE); raise "
+                               "DSP_ARENA_SIZE");
+    if (why >= PIN_FAILED) dsp_stat_add(DSP_ST_pin_failures, 1);
+    return fail(ENOMEM);
 }
 
 static int to_block(const struct dsp_range *r, struct dsp_block *out) {

@@ -5,7 +5,7 @@
 #ifndef DSP_AIO_TEST_H
 #define DSP_AIO_TEST_H
 
-#include "../../launcher/json_number.h"
+#include "json_number.h"
 
 #include <criterion/criterion.h>
 #include <dlfcn.h>

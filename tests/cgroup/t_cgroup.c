@@ -2,7 +2,7 @@
  * LD_PRELOAD with DSP_MALLOC_MIN=1M: pinning 1 GiB got the process OOM-killed
  * (exit 137) where plain malloc worked (issue 12, "Containers"). Now the pin
  * is refused with ENOMEM and every caller falls back. */
-#include "../malloc/malloc_test.h"
+#include "malloc_test.h"
 
 #include <errno.h>
 

@@ -4,8 +4,8 @@
 #define DSP_CUDA_TEST_H
 
 #define DSP_CUDA_PROTOTYPES
-#include "../../launcher/json_number.h"
-#include "../../preload/cuda_types.h"
+#include "json_number.h"
+#include "cuda_types.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

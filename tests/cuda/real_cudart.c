@@ -2,7 +2,7 @@
  * of every interposed call; tests/cuda/real_cudart.sh runs it with and without
  * the shim and requires identical output. */
 #define DSP_CUDA_PROTOTYPES
-#include "../../preload/cuda_types.h"
+#include "cuda_types.h"
 
 #include <stdio.h>
 #include <stdlib.h>

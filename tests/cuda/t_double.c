@@ -10,7 +10,7 @@
  *   copied into a child at fork, not shared copy-on-write;
  * - capture: the interaction rules of the three modes, 900 and 901.
  * Exit 0 pass, 1 fail. */
-#include "../gpu/gpu_check.h"
+#include "gpu_check.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * cudaHostAlloc: the hook interposes, and must then find the real functions in
  * a libcudart that dlsym(RTLD_NEXT) cannot see. This program does not link
  * libcudart itself. */
-#include "../../preload/cuda_types.h"
+#include "cuda_types.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

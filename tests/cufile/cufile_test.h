@@ -6,8 +6,8 @@
 #define DSP_CUFILE_TEST_H
 
 #define DSP_CUFILE_PROTOTYPES
-#include "../../io/cufile_types.h"
-#include "../cuda/cuda_test.h"
+#include "cufile_types.h"
+#include "cuda_test.h"
 
 #include <errno.h>
 #include <fcntl.h>

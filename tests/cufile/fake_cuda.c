@@ -12,7 +12,7 @@
  * - IS_MANAGED is written as a one-byte bool (callers must not read more);
  * - an unknown attribute is CUDA_ERROR_INVALID_VALUE. */
 #define DSP_CUFILE_PROTOTYPES
-#include "../../io/cufile_types.h"
+#include "cufile_types.h"
 
 #include <pthread.h>
 #include <stdbool.h>

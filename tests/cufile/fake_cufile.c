@@ -26,7 +26,7 @@
  *   deadlocks there.
  * Device memory is the fake libcuda's (fake_cuda.c). */
 #define DSP_CUFILE_PROTOTYPES
-#include "../../io/cufile_types.h"
+#include "cufile_types.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /* A process without libcufile that probes for cuFile by dlsym(RTLD_DEFAULT)
  * finds the shim's hooks: they must say the driver is not there, not crash. */
 #define DSP_CUFILE_PROTOTYPES
-#include "../../io/cufile_types.h"
-#include "../cuda/cuda_test.h"
+#include "cufile_types.h"
+#include "cuda_test.h"
 
 int main(void) {
     CUfileError_t (*open_)(void) = (CUfileError_t(*)(void))shim("cuFileDriverOpen");

@@ -4,7 +4,7 @@
  * libcufile is loaded must not settle the layer as pass-through. This
  * program links neither library itself. */
 #define DSP_CUFILE_PROTOTYPES
-#include "../../io/cufile_types.h"
+#include "cufile_types.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

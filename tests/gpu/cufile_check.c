@@ -6,7 +6,7 @@
  * passes of each in GB/s. Usage: cufile_check FILE [MIB] (FILE created if
  * missing; MIB, default 1024, a multiple of 64: the rehearsal reads less). */
 #define DSP_CUFILE_PROTOTYPES
-#include "../../io/cufile_types.h"
+#include "cufile_types.h"
 
 #include <fcntl.h>
 #include <stdio.h>

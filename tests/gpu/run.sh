@@ -52,9 +52,9 @@ if [ $rehearse -eq 1 ]; then
   cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcudart.so.13 \
     -Wl,--version-script=tests/cuda/fake_cudart.map tests/cuda/fake_cudart.c tests/cuda/fake_device.c tests/cuda/fake_pin.c -lpthread \
     -o "$fake/site/nvidia/cu13/lib/libcudart.so.13" || { echo "FAIL: cannot build the libcudart double"; exit 1; }
-  cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcuda.so.1 tests/cufile/fake_cuda.c -lpthread \
+  cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcuda.so.1 -Iio tests/cufile/fake_cuda.c -lpthread \
     -o "$fake/site/nvidia/cu13/lib/libcuda.so.1" &&
-    cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcufile.so.0 tests/cufile/fake_cufile.c \
+    cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcufile.so.0 -Iio tests/cufile/fake_cufile.c \
       -L"$fake/site/nvidia/cu13/lib" -l:libcuda.so.1 -Wl,-rpath,"$fake/site/nvidia/cu13/lib" -lpthread \
       -o "$fake/site/nvidia/cu13/lib/libcufile.so.0" || echo "(no libcufile double: the cuFile part will say so)"
   cat >"$fake/bin/nvidia-smi" <<'SH'
@@ -165,7 +165,8 @@ fi
 section "build"
 # Plain cc: the GPU machine may have no Meson and no network to fetch it.
 lib=$work/libdspreload.so
-if ! cc -O2 -std=c11 -shared -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude src/*.c preload/*.c io/*.c \
+if ! cc -O2 -std=c11 -shared -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Isrc -Iio -Ipreload \
+  src/*.c preload/*.c io/*.c \
   -Wl,--version-script=preload/libdspreload.map -Wl,-z,nodelete -lpthread -ldl -o "$lib" 2>"$work/build.txt"; then
   cat "$work/build.txt"
   echo "FAIL: the shim does not build; nothing else can run"
@@ -192,7 +193,7 @@ if [ -n "$lib" ] && [ -n "${CUDART_SO:-}" ]; then
     fi
   done
   if [ -n "${CUFILE_SO:-}" ] &&
-    cc -O2 -std=c11 -D_GNU_SOURCE tests/gpu/cufile_check.c "$CUFILE_SO" "$CUDART_SO" \
+    cc -O2 -std=c11 -D_GNU_SOURCE -Iio tests/gpu/cufile_check.c "$CUFILE_SO" "$CUDART_SO" \
       -Wl,-rpath,"$(dirname "$CUFILE_SO")":"$CUDART_DIR" -o "$work/cufile_check" 2>"$work/cc.cufile.txt"; then
     built="${built}cufile_check "
   elif [ -n "${CUFILE_SO:-}" ]; then

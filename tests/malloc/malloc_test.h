@@ -4,6 +4,6 @@
 #ifndef DSP_MALLOC_TEST_H
 #define DSP_MALLOC_TEST_H
 
-#include "../cuda/cuda_test.h"
+#include "cuda_test.h"
 
 #endif

@@ -6,7 +6,7 @@
  * enforcing the runtime's rules). The shim must make it in the relaxed mode,
  * as torch makes its own cudaHostAlloc, so the capture survives. Also: the
  * thread's own capture mode is left as it was. */
-#include "../cuda/cuda_test.h"
+#include "cuda_test.h"
 
 typedef void *stream_t;
 int cudaStreamCreate(stream_t *s);

@@ -2,7 +2,7 @@
  * the driver at the application's first CUDA question about it, so
  * torch's is_pinned() (cudaPointerGetAttributes) says pinned; never from the
  * malloc path, and never in a forked child. */
-#include "../cuda/cuda_test.h"
+#include "cuda_test.h"
 
 #include <errno.h>
 #include <sys/wait.h>

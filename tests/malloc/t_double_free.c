@@ -9,9 +9,9 @@
  * lock-free lookup the wrapper plays the other threads: the winning free, then
  * a served allocation that reuses the span. The stale free must leave that
  * block alone. */
-#include "../../src/block.h"
-#include "../../src/manager.h"
-#include "../../src/registry.h"
+#include "block.h"
+#include "manager.h"
+#include "registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * eviction, waits for the device first; free() itself never calls the
  * driver. The double runs copies on a stream thread, after a busy host
  * function. */
-#include "../cuda/cuda_test.h"
+#include "cuda_test.h"
 
 #include <dspreload.h>
 #include <unistd.h>

@@ -5,7 +5,7 @@
  * the device got the new data. Hinted memory must stay pageable to the
  * driver until the program pins it (is_pinned, pin_memory, cudaHostRegister);
  * registered spans are for cudaHostAlloc. */
-#include "../cuda/cuda_test.h"
+#include "cuda_test.h"
 
 int main(void) {
     char *p = malloc(4 << 20); /* hinted (DSP_MALLOC_MIN=1M) */

@@ -4,7 +4,7 @@
  * Now the handler's malloc goes to glibc and its free of a hinted block is
  * deferred to the next unlock. Runs under LD_PRELOAD with DSP_MALLOC_MIN=64K
  * against the libcudart test double; needs 10,000 x 64 KiB pinned. */
-#include "../cuda/cuda_test.h"
+#include "cuda_test.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,8 +1,8 @@
 #include "helpers.h"
 
-#include "../../launcher/json_number.h"
+#include "json_number.h"
 
-#include "../../src/log.h"
+#include "log.h"
 
 #include <dspreload.h>
 #include <fcntl.h>

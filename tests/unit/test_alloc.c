@@ -111,7 +111,7 @@ Test(alloc, version_matches_header) {
  * handler that interrupted it sees dsp_in_manager) dsp_alloc refuses at once
  * and dsp_free defers, drained by the next unlock; a full deferral area leaks
  * rather than blocks. The count is raised by hand here, as a handler finds it. */
-#include "../../src/reentry.h"
+#include "reentry.h"
 
 Test(alloc, inside_the_lock_alloc_refuses_and_free_is_deferred_to_the_next_unlock) {
     enum { N = 300 };

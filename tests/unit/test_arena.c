@@ -1,6 +1,6 @@
 /* Arena bookkeeping under failure. This test binary wraps dsp_slab_alloc
  * (-Wl,--wrap) so that a chosen metadata allocation fails. */
-#include "../../src/manager.h"
+#include "manager.h"
 #include "harness.h"
 #include "helpers.h"
 

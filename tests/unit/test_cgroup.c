@@ -2,7 +2,7 @@
  * auto budget was 80% of host RAM whatever the container allowed, and
  * dsp_alloc(1 GiB) in a 512 MiB cgroup got the process OOM-killed (issue 12,
  * "Containers"). The real cgroup runs in tests/cgroup/limit.sh. */
-#include "../../src/cgroup.h"
+#include "cgroup.h"
 #include "helpers.h"
 
 #include "harness.h"

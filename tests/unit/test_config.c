@@ -1,5 +1,5 @@
-#include "../../src/config.h"
-#include "../../src/log.h"
+#include "config.h"
+#include "log.h"
 #include "helpers.h"
 
 #include "harness.h"

@@ -1,4 +1,4 @@
-#include "../../src/fmt.h"
+#include "fmt.h"
 
 #include "harness.h"
 #include <stdio.h>

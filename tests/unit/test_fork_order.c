@@ -1,7 +1,7 @@
 /* src/fork.c: one set of fork handlers takes every layer's locks in the order
  * of enum dsp_fork_slot, whatever order the layers registered in, and releases
  * them (in the child: resets them) in reverse. */
-#include "../../src/fork.h"
+#include "fork.h"
 #include "helpers.h"
 
 #include "harness.h"

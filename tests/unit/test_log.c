@@ -1,4 +1,4 @@
-#include "../../src/log.h"
+#include "log.h"
 #include "helpers.h"
 
 #include "harness.h"

@@ -1,7 +1,7 @@
 /* The pure logic of malloc hints, in every build (the preloaded hooks
  * themselves are tested in tests/malloc, outside the sanitized builds). */
-#include "../../src/config.h"
-#include "../../src/malloc_rules.h"
+#include "config.h"
+#include "malloc_rules.h"
 
 #include "harness.h"
 #include <pthread.h>

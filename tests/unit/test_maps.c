@@ -2,7 +2,7 @@
  * they were locked, so each got an anon_vma of its own and never merged with
  * its neighbour; about 65,500 live blocks exhausted vm.max_map_count and broke
  * the whole process (malloc, mmap, pthread_create, dlopen), for good. */
-#include "../../src/manager.h"
+#include "manager.h"
 #include "helpers.h"
 
 #include "harness.h"

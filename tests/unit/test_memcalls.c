@@ -1,7 +1,7 @@
 /* src/memcalls.c called directly (the preload hooks are thin; tests/malloc/
  * t_memcalls.c runs them under LD_PRELOAD in the plain build): here in all
  * three builds, on dsp_alloc blocks. */
-#include "../../src/manager.h"
+#include "manager.h"
 #include "helpers.h"
 
 #include "harness.h"

@@ -6,7 +6,7 @@
  * Regression (issue 14): the failed unmap's result was ignored, so the span
  * went back to the arena with its pages populated and locked but no longer
  * counted anywhere. */
-#include "../../src/manager.h"
+#include "manager.h"
 #include "harness.h"
 #include "helpers.h"
 

@@ -4,7 +4,7 @@
  * Plain build only (tests/meson.build): AddressSanitizer and ThreadSanitizer
  * reserve terabytes of shadow memory themselves, so no RLIMIT_AS leaves them
  * room to run. */
-#include "../../src/manager.h"
+#include "manager.h"
 #include "harness.h"
 #include "helpers.h"
 

@@ -1,4 +1,4 @@
-#include "../../src/registry.h"
+#include "registry.h"
 
 #include "harness.h"
 #include <errno.h>

@@ -1,5 +1,5 @@
-#include "../../launcher/json_number.h"
-#include "../../src/stats.h"
+#include "json_number.h"
+#include "stats.h"
 #include "helpers.h"
 
 #include "harness.h"
