@@ -32,4 +32,8 @@ int cmd_doctor(int argc, char **argv, const char *lib);
 int cmd_stats(int argc, char **argv, const char *lib);
 int cmd_demo(int argc, char **argv, const char *lib);
 
+/* The reference of every DSP_* variable on fd: plain, or the Markdown of
+ * docs/configuration.md (launcher/reference.c). */
+void print_reference(int fd, int markdown);
+
 #endif

@@ -184,7 +184,7 @@ static int cmd_env(int argc, char **argv, const char *lib) {
     if (argc > 1 || (argc == 1 && !md))
         return usage_error("env: unexpected argument '%s'", argv[argc - 1]);
     fflush(stdout);
-    dsp_config_print(1, md);
+    print_reference(1, md);
     return 0;
 }
 

@@ -66,8 +66,4 @@ int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long
 /* The closest option name to `name` within a small edit distance, or NULL. */
 const char *dsp_config_closest(const char *name);
 
-/* Prints the reference of every variable: plain text, or the Markdown of
- * docs/configuration.md. */
-void dsp_config_print(int fd, int markdown);
-
 #endif
