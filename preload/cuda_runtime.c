@@ -168,14 +168,25 @@ static cudaError_t register_block(uintptr_t base, size_t span_len, unsigned user
     return cudaSuccess;
 }
 
-/* Waits for the device, in the relaxed capture mode: the wait is the shim's,
- * made on the caller's behalf, and must not invalidate a capture the caller
- * may have running. 0 or the driver's error (logged once). */
-static cudaError_t device_idle(void) {
+/* The shim's own driver calls made on a caller's behalf (a registration
+ * inside a question the driver allows during a graph capture, a wait before
+ * reuse) are made in the relaxed capture mode, as torch makes its own
+ * cudaHostAlloc: in the caller's global mode they would fail with 900 and
+ * invalidate the application's capture. relax() returns the thread's mode to
+ * hand back to unrelax(), or -1 where the runtime has no such call. */
+static int relax(void) {
     int mode = cudaStreamCaptureModeRelaxed;
-    int relaxed = real.ExchangeCaptureMode && real.ExchangeCaptureMode(&mode) == cudaSuccess;
+    return real.ExchangeCaptureMode && real.ExchangeCaptureMode(&mode) == cudaSuccess ? mode : -1;
+}
+static void unrelax(int mode) {
+    if (mode >= 0) real.ExchangeCaptureMode(&mode);
+}
+
+/* Waits for the device, relaxed. 0 or the driver's error (logged once). */
+static cudaError_t device_idle(void) {
+    int mode = relax();
     cudaError_t rc = real.DeviceSynchronize();
-    if (relaxed) real.ExchangeCaptureMode(&mode);
+    unrelax(mode);
     dsp_stat_add(DSP_ST_cuda_syncs, 1);
     if (rc != cudaSuccess) {
         forget_error(rc);
@@ -426,15 +437,11 @@ static int register_on_demand(const void *p, struct dsp_block *b) {
     pending[slot] = b->base;
     dsp_unlock(&ondemand_mu);
     /* The question (cudaPointerGetAttributes, what torch's is_pinned() asks)
-     * is allowed during a graph capture; a registration is not, in the
-     * caller's global mode: it would fail with 900 and invalidate the
-     * application's capture. So the registration is made in the relaxed mode,
-     * as torch makes its own cudaHostAlloc, and the thread's mode restored
+     * is allowed during a graph capture, so the registration is relaxed
      * (regression: is_pinned_during_capture_keeps_the_capture). */
-    int mode = cudaStreamCaptureModeRelaxed;
-    int relaxed = real.ExchangeCaptureMode && real.ExchangeCaptureMode(&mode) == cudaSuccess;
+    int mode = relax();
     int ok = register_block(b->base, b->len, b->flags & DSP_BLOCKF_USER) == cudaSuccess;
-    if (relaxed) real.ExchangeCaptureMode(&mode);
+    unrelax(mode);
     dsp_lock(&ondemand_mu);
     pending[slot] = 0;
     pthread_cond_broadcast(&ondemand_done);

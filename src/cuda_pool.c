@@ -38,8 +38,7 @@ void dsp_cuda_evicted(void *token) {
     dsp_mgr_lock();
     s->reg = 0;
     s->user = 0;
-    s->unsynced = 0;
-    dsp_span_release(s);
+    dsp_span_release(s); /* (clears unsynced) */
     dsp_stat_add(DSP_ST_pool_releases, 1);
     dsp_mgr_unlock();
 }
