@@ -105,24 +105,25 @@ static struct rec *containing(const void *p) {
     return NULL;
 }
 
+/* A copy of the record holding p (kind NONE when there is none). */
+static struct rec record_of(const void *p) {
+    pthread_mutex_lock(&mu);
+    struct rec *r = containing(p), c = r ? *r : (struct rec){.kind = NONE, .pin = -1};
+    pthread_mutex_unlock(&mu);
+    return c;
+}
+
 static void drop(struct rec *r) {
     *r = recs[--nrec];
 }
 
 int fk_host_pinned(const void *p, size_t n) {
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    int pinned = r && r->kind != DEVICE && (uintptr_t)p + n <= r->hi;
-    pthread_mutex_unlock(&mu);
-    return pinned;
+    struct rec r = record_of(p);
+    return (r.kind == ALLOC || r.kind == REGISTER) && (uintptr_t)p + n <= r.hi;
 }
 
 int fk_is_device(const void *p) {
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    int dev = r && r->kind == DEVICE;
-    pthread_mutex_unlock(&mu);
-    return dev;
+    return record_of(p).kind == DEVICE;
 }
 
 int fakecuda_count(const char *name) {
@@ -134,20 +135,13 @@ int fakecuda_count(const char *name) {
 /* 1 when p's pages were pinned with FOLL_PIN (fake_pin.c), 0 when the
  * double could only mlock them or p is not pinned memory. */
 int fakecuda_foll_pinned(const void *p) {
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    int pinned = r && r->pin >= 0;
-    pthread_mutex_unlock(&mu);
-    return pinned;
+    struct rec r = record_of(p);
+    return r.kind != NONE && r.pin >= 0;
 }
 
 /* 0 unknown, 1 cudaHostAlloc memory, 2 registered, 3 cudaMalloc'd. */
 int fakecuda_kind(const void *p) {
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    int k = r ? r->kind : NONE;
-    pthread_mutex_unlock(&mu);
-    return k;
+    return record_of(p).kind;
 }
 
 static void count(int c) {
@@ -303,10 +297,8 @@ int cudaHostGetFlags(unsigned *flags, void *p) {
 int cudaHostGetDevicePointer(void **dev, void *p, unsigned flags) {
     count(C_DEVPTR);
     if (!dev || flags) return ret(1);
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    pthread_mutex_unlock(&mu);
-    if (!r || r->kind == DEVICE) return ret(1);
+    int kind = record_of(p).kind;
+    if (kind != ALLOC && kind != REGISTER) return ret(1);
     *dev = p; /* unified addressing */
     return 0;
 }
@@ -319,13 +311,12 @@ struct attrs24 {
 int cudaPointerGetAttributes(void *attr, const void *p) {
     count(C_ATTR);
     if (!attr) return ret(1);
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    pthread_mutex_unlock(&mu);
+    int kind = record_of(p).kind; /* a copy: the record may go once unlocked */
     struct attrs24 a = {0, -2, NULL, NULL};
-    if (r)
-        a = (struct attrs24){r->kind == DEVICE ? 2 : 1, 0, (void *)p,
-                             r->kind == DEVICE ? NULL : (void *)p};
+    if (kind == DEVICE)
+        a = (struct attrs24){2, 0, (void *)p, NULL};
+    else if (kind != NONE)
+        a = (struct attrs24){1, 0, (void *)p, (void *)p};
     memcpy(attr, &a, sizeof a);
     return 0;
 }

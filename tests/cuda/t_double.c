@@ -98,44 +98,11 @@ static void copies(void) {
     free(x);
 }
 
-/* Sum of the named smaps field (kB) over the mapping holding p. */
-static long smaps_kb(const void *p, const char *field) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512], perms[8];
-    int in = 0;
-    long v = -1;
-    size_t fl = strlen(field);
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3)
-            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-        else if (in && !strncmp(line, field, fl) && line[fl] == ':')
-            v = atol(line + fl + 1);
-    }
-    if (f) fclose(f);
-    return v;
-}
-static int has_flag(const void *p, const char *flag) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[1024], perms[8];
-    int in = 0, found = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3)
-            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-        else if (in && !strncmp(line, "VmFlags:", 8))
-            for (char *w = strtok(line + 8, " \n"); w; w = strtok(NULL, " \n"))
-                found |= !strcmp(w, flag);
-    }
-    if (f) fclose(f);
-    return found;
-}
-
 static void fork_semantics(void) {
     unsigned char *h;
     OK(cudaHostAlloc((void **)&h, N, 0));
     memset(h, 3, N);
-    CHECK(has_flag(h, "sh") && has_flag(h, "dd"),
+    CHECK(gpu_vm_flag(h, "sh") == 1 && gpu_vm_flag(h, "dd") == 1,
           "cudaHostAlloc memory is VM_SHARED and VM_DONTDUMP");
     pid_t pid = fork();
     if (pid == 0) {
@@ -162,7 +129,7 @@ static void fork_semantics(void) {
         pid = fork();
         if (pid == 0) {
             /* Copied at fork: the child's pages are its own before anyone writes. */
-            long priv = smaps_kb(r, "Private_Dirty"), shared = smaps_kb(r, "Shared_Dirty");
+            long priv = gpu_smaps_kb(r, "Private_Dirty"), shared = gpu_smaps_kb(r, "Shared_Dirty");
             char ok = priv >= (long)(N >> 10) && shared == 0 && all_are(r, N, 5);
             if (write(pipefd[1], &ok, 1) != 1) _exit(2);
             _exit(0);

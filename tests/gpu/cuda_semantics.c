@@ -98,27 +98,6 @@ static int d2h_hinted(void) {
     return 0;
 }
 
-/* Whether the mapping holding p has the VmFlags flag ("sh" shared, "dd" left
- * out of core dumps) in /proc/self/smaps; -1 when unknown. */
-static int vm_flag(const void *p, const char *flag) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f) return -1;
-    char line[1024], perms[8];
-    int in = 0, found = -1;
-    while (found < 0 && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) { /* a mapping's first line */
-            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-        } else if (in && !strncmp(line, "VmFlags:", 8)) {
-            found = 0;
-            for (char *w = strtok(line + 8, " \n"); w; w = strtok(NULL, " \n"))
-                if (!strcmp(w, flag)) found = 1;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
 /* The fastest of 5 forks (until fork returns in the parent: one fork of
  * well under a millisecond is mostly noise); each child checks the data. */
 static double timed_fork(const unsigned char *p, size_t len, unsigned char v, int *child_ok) {
@@ -142,9 +121,9 @@ static int fork_time(double gib) {
     unsigned char *h;
     OK(cudaHostAlloc((void **)&h, len, 0));
     memset(h, 0x3c, len);
-    printf("hostalloc_shared %d flag\n", vm_flag(h, "sh"));
-    printf("hostalloc_dontdump %d flag\n", vm_flag(h, "dd"));
-    printf("hostalloc_dontcopy %d flag\n", vm_flag(h, "dc")); /* MADV_DONTFORK */
+    printf("hostalloc_shared %d flag\n", gpu_vm_flag(h, "sh"));
+    printf("hostalloc_dontdump %d flag\n", gpu_vm_flag(h, "dd"));
+    printf("hostalloc_dontcopy %d flag\n", gpu_vm_flag(h, "dc")); /* MADV_DONTFORK */
     int ok1, ok2;
     double ms = timed_fork(h, len, 0x3c, &ok1);
     printf("fork_hostalloc_ms %.3f ms\n", ms);

@@ -11,8 +11,10 @@
 #define DSP_GPU_CHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef int cudaError_t;
@@ -97,6 +99,41 @@ static inline void gpu_sleep_ms(void *ms) {
     struct timespec t = {0, (long)(size_t)ms * 1000000L};
     while (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
     nanosleep(&t, NULL);
+}
+
+/* The line of /proc/self/smaps that starts with key ("VmFlags:",
+ * "Private_Dirty:") in the mapping holding p, into line; 0, or -1 when none. */
+static inline int gpu_smaps_line(const void *p, const char *key, char *line, size_t cap) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char perms[8];
+    int in = 0, found = -1;
+    size_t kl = strlen(key);
+    while (f && found < 0 && fgets(line, (int)cap, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) /* a mapping's first line */
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && !strncmp(line, key, kl))
+            found = 0;
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+/* Whether the mapping holding p has VmFlags flag ("sh" shared, "dd" left out
+ * of core dumps, "dc" not copied at fork); -1 when unknown. */
+static inline int gpu_vm_flag(const void *p, const char *flag) {
+    char line[1024];
+    if (gpu_smaps_line(p, "VmFlags:", line, sizeof line)) return -1;
+    for (char *w = strtok(line + 8, " \n"); w; w = strtok(NULL, " \n"))
+        if (!strcmp(w, flag)) return 1;
+    return 0;
+}
+
+/* An smaps field of the mapping holding p, in kB ("Private_Dirty"); -1 when none. */
+static inline long gpu_smaps_kb(const void *p, const char *field) {
+    char line[256], key[64];
+    snprintf(key, sizeof key, "%s:", field);
+    return gpu_smaps_line(p, key, line, sizeof line) ? -1 : atol(line + strlen(key));
 }
 
 #endif
