@@ -22,6 +22,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The driver's device and context calls: cuMemAlloc, as in the real driver,
+ * wants the driver initialised and a context current in the calling thread. */
+typedef struct CUctx_st *CUcontext;
+CUresult cuDeviceGet(int *dev, int ordinal);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, int dev);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+
 #define MiB   ((size_t)1 << 20)
 #define CHUNK (16 * MiB)
 
@@ -118,7 +125,11 @@ int main(int argc, char **argv) {
     int reps = quick ? 5 : 15;
     char *buf = alloc(CHUNK);
     CUdeviceptr dev = 0, dev2 = 0;
-    if (!buf || cuFileDriverOpen().err || cuMemAlloc_v2(&dev, CHUNK) || cuMemAlloc_v2(&dev2, CHUNK))
+    int ordinal = 0;
+    CUcontext ctx = NULL;
+    if (!buf || cuFileDriverOpen().err || cuInit(0) || cuDeviceGet(&ordinal, 0) ||
+        cuDevicePrimaryCtxRetain(&ctx, ordinal) || cuCtxSetCurrent(ctx) ||
+        cuMemAlloc_v2(&dev, CHUNK) || cuMemAlloc_v2(&dev2, CHUNK))
         return 1;
     memset(buf, 1, CHUNK);
     memset((void *)(uintptr_t)dev, 1, CHUNK);

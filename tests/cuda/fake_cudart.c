@@ -1,57 +1,64 @@
 /* A test double of the CUDA runtime (built as libcudart.so.13, its symbols
- * under the libcudart.so.13 version node as the real library's are), for
- * machines without a GPU. It keeps its own page-granular record of pinned
- * memory and enforces the documented semantics the shim must preserve:
- * - cudaHostRegister fails with 712 when any page is pinned already;
- * - cudaHostUnregister takes the exact registered pointer, else 713;
- * - cudaFreeHost takes the exact base of cudaHostAlloc memory, else 1;
- * - cudaHostGetFlags answers only for cudaHostAlloc memory;
- * - cudaPointerGetAttributes reports pinned memory as host memory (type 1),
- *   anything else as unregistered (type 0), writing 24 bytes;
+ * under the libcudart.so.13 version node as the real library's are; the same
+ * source is built as libcudart.so.12 in v12/), for machines without a GPU. It
+ * is layered on the libcuda.so.1 double (fake_cuda.c) exactly as the real
+ * runtime is on the driver: at its first call it does
+ * dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) (found beside it: an rpath of
+ * $ORIGIN), dlsym(handle, "cuGetProcAddress_v2"), and then takes every driver
+ * function it uses from cuGetProcAddress_v2 at its own CUDA version
+ * (FAKECUDA_VERSION: 13000, or 12000 for the .so.12); it calls cuInit(0) and,
+ * lazily in each thread, makes the primary context current. It does not link
+ * libcuda: a shim that interposes dlsym and cuGetProcAddress sees the
+ * runtime's driver calls the way it would see the real runtime's. Without a
+ * libcuda.so.1 every call fails with 35 (cudaErrorInsufficientDriver).
+ *
+ * Host memory belongs to the driver, which keeps the records and enforces the
+ * documented semantics the shim must preserve (fake_cuda.c): the runtime
+ * calls map 1:1 onto the driver calls and their codes (0, 1, 2, 712, 713,
+ * 900, 901 are the same numbers in both APIs):
+ * - cudaHostAlloc, cudaMallocHost -> cuMemHostAlloc (shared, populated,
+ *   pinned memory; a size of 0 gives NULL without a driver call);
+ * - cudaFreeHost -> cuMemFreeHost (exact base, else 1; waits for the device;
+ *   NULL is 0 without a driver call);
+ * - cudaHostRegister -> cuMemHostRegister_v2 (712 when any page is pinned
+ *   already), cudaHostUnregister -> cuMemHostUnregister (exact pointer, else
+ *   713);
+ * - cudaHostGetFlags -> cuMemHostGetFlags (only cudaHostAlloc memory),
+ *   cudaHostGetDevicePointer -> cuMemHostGetDevicePointer_v2;
+ * - cudaPointerGetAttributes -> cuPointerGetAttributes: pinned memory is host
+ *   memory (type 1), cudaMalloc'd memory device memory (type 2), anything
+ *   else unregistered (type 0, device -2); 24 bytes written;
+ * - cudaDeviceSynchronize -> cuCtxSynchronize; cudaMalloc, cudaFree ->
+ *   cuMemAlloc_v2, cuMemFree_v2 (device memory is the driver's: host memory it
+ *   marks as device);
  * - a failed call sets the thread's last error (cudaGetLastError clears it).
- * fakecuda_count() tells the tests which calls reached it.
- * fakecuda_call_back_on_register(q) arms a driver that calls back: the next
- * successful cudaHostRegister, before it returns, asks
- * cudaPointerGetAttributes(q) on another thread and joins it (through the
- * PLT, so a preloaded shim's hook answers): a shim holding a lock of its own
- * across the call deadlocks there.
- * Memory is pinned as the driver pins it (fake_pin.c: FOLL_PIN, not
- * VM_LOCKED), and cudaHostAlloc memory is what the driver maps
- * (kernel-open/nvidia/nv-mmap.c: VM_SHARED, to avoid copy-on-write, and
- * VM_DONTDUMP): shared anonymous memory left out of core dumps, populated and
- * pinned, so a forked child shares it and fork copies nothing; registered
- * private memory is copied into a child at fork (Linux 5.9+). Pinning costs
- * what it costs for real, so benchmarks against the double compare like with
- * like. fakecuda_foll_pinned(p) says whether p's pages were really pinned.
- * As the driver does: cudaFreeHost waits until the device is idle; allocation,
- * registration and cudaFreeHost fail with 900 during a global-mode capture
- * (fake_device.c: streams, copies, capture). cudaMalloc'd "device" memory is
- * host memory that cudaPointerGetAttributes reports as device memory (type 2). */
+ * The device (streams, copies, events, graph capture) is this library's
+ * (fake_device.c), handed to the driver at the first call
+ * (fakecu_set_device): the driver waits for it where it must, and applies
+ * the capture rules to the calls forwarded to it (900 during a global-mode
+ * capture), once: the runtime does not check them again.
+ * fakecuda_count() tells the tests which runtime calls reached it (the
+ * driver's fakecu_count() which driver calls followed); fakecuda_kind() and
+ * fakecuda_foll_pinned() ask the driver's records;
+ * fakecuda_call_back_on_register(q) arms the driver's call back (the next
+ * successful registration, before it returns, asks
+ * cudaPointerGetAttributes(q) on another thread, resolved with
+ * dlsym(RTLD_DEFAULT) so a preloaded shim's hook answers, and joins it).
+ * FAKECUDA_SYNC_FAIL=1: cudaDeviceSynchronize reports 999. */
 #include "fake_cudart.h"
+#include "fake_cuda.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
-#define PAGE   4096ul
-#define MAXREC 65536
+#ifndef FAKECUDA_VERSION
+#define FAKECUDA_VERSION 13000
+#endif
 
-enum { NONE = 0, ALLOC = 1, REGISTER = 2, DEVICE = 3 };
-
-struct rec {
-    uintptr_t lo, hi; /* pages */
-    void *ptr;        /* exact pointer given or returned */
-    size_t len;       /* mapping length, for ALLOC */
-    int pin;          /* fk_pin's handle, or -1 */
-    unsigned flags;
-    int kind;
-};
-
-static struct rec recs[MAXREC];
-static int nrec;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread int last_error;
 
 enum {
@@ -86,44 +93,8 @@ int fk_ret(int e) {
     return ret(e);
 }
 
-static uintptr_t floor_page(uintptr_t p) {
-    return p & ~(PAGE - 1);
-}
-static uintptr_t ceil_page(uintptr_t p) {
-    return (p + PAGE - 1) & ~(PAGE - 1);
-}
-
-static int overlaps(uintptr_t lo, uintptr_t hi) {
-    for (int i = 0; i < nrec; i++)
-        if (recs[i].lo < hi && lo < recs[i].hi) return 1;
-    return 0;
-}
-
-static struct rec *containing(const void *p) {
-    for (int i = 0; i < nrec; i++)
-        if ((uintptr_t)p >= recs[i].lo && (uintptr_t)p < recs[i].hi) return &recs[i];
-    return NULL;
-}
-
-/* A copy of the record holding p (kind NONE when there is none). */
-static struct rec record_of(const void *p) {
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p), c = r ? *r : (struct rec){.kind = NONE, .pin = -1};
-    pthread_mutex_unlock(&mu);
-    return c;
-}
-
-static void drop(struct rec *r) {
-    *r = recs[--nrec];
-}
-
-int fk_host_pinned(const void *p, size_t n) {
-    struct rec r = record_of(p);
-    return (r.kind == ALLOC || r.kind == REGISTER) && (uintptr_t)p + n <= r.hi;
-}
-
-int fk_is_device(const void *p) {
-    return record_of(p).kind == DEVICE;
+static void count(int c) {
+    __atomic_fetch_add(&counts[c], 1, __ATOMIC_RELAXED);
 }
 
 int fakecuda_count(const char *name) {
@@ -132,47 +103,146 @@ int fakecuda_count(const char *name) {
     return -1;
 }
 
+/* --- the driver, as the runtime reaches it ------------------------------- */
+
+#define DRIVER(X)                                                                                  \
+    X(Init, "cuInit", (unsigned))                                                                  \
+    X(DriverGetVersion, "cuDriverGetVersion", (int *))                                             \
+    X(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *, CUdevice))                       \
+    X(CtxSetCurrent, "cuCtxSetCurrent", (CUcontext))                                               \
+    X(CtxSynchronize, "cuCtxSynchronize", (void))                                                  \
+    X(MemHostAlloc, "cuMemHostAlloc", (void **, size_t, unsigned))                                 \
+    X(MemFreeHost, "cuMemFreeHost", (void *))                                                      \
+    X(MemHostRegister, "cuMemHostRegister", (void *, size_t, unsigned))                            \
+    X(MemHostUnregister, "cuMemHostUnregister", (void *))                                          \
+    X(MemHostGetFlags, "cuMemHostGetFlags", (unsigned *, void *))                                  \
+    X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer", (CUdeviceptr *, void *, unsigned))     \
+    X(PointerGetAttributes, "cuPointerGetAttributes", (unsigned, int *, void **, CUdeviceptr))     \
+    X(MemAlloc, "cuMemAlloc", (CUdeviceptr *, size_t))                                             \
+    X(MemFree, "cuMemFree", (CUdeviceptr))
+
+#define FIELD(f, name, args) CUresult(*f) args;
+static struct driver {
+    DRIVER(FIELD)
+    /* The double's test controls, by dlsym on the handle. */
+    int (*kind)(const void *);
+    int (*foll_pinned)(const void *);
+    int (*host_pinned)(const void *, size_t);
+    void (*set_device)(void (*)(void), int (*)(void), int (*)(int *));
+    void (*call_back_on_register)(const void *);
+    int (*called_back)(void);
+    CUcontext ctx; /* the primary context */
+    int ok;
+} drv;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static __thread int ctx_current; /* this thread has the primary context current */
+
+/* dlopen("libcuda.so.1") as the runtime does. Where that finds nothing
+ * because the search did not start from this library (a sanitizer's dlopen
+ * interceptor makes itself the caller, whose runpath is not our $ORIGIN), the
+ * folders the runpath names are tried by path: this library's own, then its
+ * parent (the .so.12 in v12/). */
+static void *open_driver(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    Dl_info self;
+    if (h || !dladdr((void *)open_driver, &self) || !self.dli_fname) return h;
+    const char *slash = strrchr(self.dli_fname, '/');
+    int dir = slash ? (int)(slash - self.dli_fname) : 1;
+    const char *base = slash ? self.dli_fname : ".";
+    char path[4096];
+    snprintf(path, sizeof path, "%.*s/libcuda.so.1", dir, base);
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    snprintf(path, sizeof path, "%.*s/../libcuda.so.1", dir, base);
+    return h ? h : dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+static void load(void) {
+    void *h = open_driver();
+    CUresult (*gpa)(const char *, void **, int, unsigned long long, int *) =
+        h ? (CUresult(*)(const char *, void **, int, unsigned long long, int *))dlsym(
+                h, "cuGetProcAddress_v2")
+          : NULL;
+    if (!gpa) {
+        fprintf(stderr, "libcudart double: no libcuda.so.1 (%s)\n",
+                h ? "no cuGetProcAddress_v2" : dlerror());
+        return;
+    }
+    int missing = 0, status;
+#define FETCH(f, name, args)                                                                       \
+    missing |= gpa(name, (void **)&drv.f, FAKECUDA_VERSION, 0, &status) != CUDA_SUCCESS;
+    DRIVER(FETCH)
+    *(void **)&drv.kind = dlsym(h, "fakecu_kind");
+    *(void **)&drv.foll_pinned = dlsym(h, "fakecu_foll_pinned");
+    *(void **)&drv.host_pinned = dlsym(h, "fakecu_host_pinned");
+    *(void **)&drv.set_device = dlsym(h, "fakecu_set_device");
+    *(void **)&drv.call_back_on_register = dlsym(h, "fakecu_call_back_on_register");
+    *(void **)&drv.called_back = dlsym(h, "fakecu_called_back");
+    if (missing || !drv.kind || !drv.foll_pinned || !drv.host_pinned || !drv.set_device ||
+        !drv.call_back_on_register || !drv.called_back) {
+        fprintf(stderr, "libcudart double: libcuda.so.1 is not the driver double\n");
+        return;
+    }
+    drv.set_device(fk_device_idle, fk_capture_refuses, fk_exchange_mode);
+    if (drv.Init(0) || drv.PrimaryCtxRetain(&drv.ctx, 0)) return;
+    drv.ok = 1;
+}
+
+/* The driver, initialised, with the primary context current in this thread
+ * (as the runtime makes it lazily); NULL without one. */
+static const struct driver *driver(void) {
+    pthread_once(&once, load);
+    if (!drv.ok) return NULL;
+    if (!ctx_current && drv.CtxSetCurrent(drv.ctx) == CUDA_SUCCESS) ctx_current = 1;
+    return &drv;
+}
+
+#define NO_DRIVER 35 /* cudaErrorInsufficientDriver */
+/* The driver's code as the runtime's: the same numbers for every code the
+ * calls below can meet. */
+#define CALL(f, ...) (d ? ret(d->f(__VA_ARGS__)) : ret(NO_DRIVER))
+
+int fk_host_pinned(const void *p, size_t n) {
+    const struct driver *d = driver();
+    return d && d->host_pinned(p, n);
+}
+
+int fk_is_device(const void *p) {
+    const struct driver *d = driver();
+    return d && d->kind(p) == 3;
+}
+
 /* 1 when p's pages were pinned with FOLL_PIN (fake_pin.c), 0 when the
  * double could only mlock them or p is not pinned memory. */
 int fakecuda_foll_pinned(const void *p) {
-    struct rec r = record_of(p);
-    return r.kind != NONE && r.pin >= 0;
+    const struct driver *d = driver();
+    return d && d->foll_pinned(p);
 }
 
 /* 0 unknown, 1 cudaHostAlloc memory, 2 registered, 3 cudaMalloc'd. */
 int fakecuda_kind(const void *p) {
-    return record_of(p).kind;
+    const struct driver *d = driver();
+    return d ? d->kind(p) : 0;
 }
 
-static void count(int c) {
-    __atomic_fetch_add(&counts[c], 1, __ATOMIC_RELAXED);
+void fakecuda_call_back_on_register(const void *q) {
+    const struct driver *d = driver();
+    if (d) d->call_back_on_register(q);
 }
+int fakecuda_called_back(void) {
+    const struct driver *d = driver();
+    return d ? d->called_back() : 0;
+}
+
+/* --- host memory --------------------------------------------------------- */
 
 static int host_alloc(void **p, size_t size, unsigned flags) {
     if (!p || flags > 7) return ret(1);
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
     if (!size) {
         *p = NULL;
         return 0;
     }
-    size_t len = ceil_page(size);
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return ret(2);
-    madvise(m, len, MADV_DONTDUMP);
-    madvise(m, len, 23 /* MADV_POPULATE_WRITE */);
-    int pin = fk_pin(m, len, 1);
-    pthread_mutex_lock(&mu);
-    if (nrec == MAXREC) {
-        pthread_mutex_unlock(&mu);
-        fk_unpin(pin);
-        munmap(m, len);
-        return ret(2);
-    }
-    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, pin, flags, ALLOC};
-    pthread_mutex_unlock(&mu);
-    *p = m;
-    return 0;
+    const struct driver *d = driver();
+    return CALL(MemHostAlloc, p, size, flags);
 }
 
 int cudaHostAlloc(void **p, size_t size, unsigned flags) {
@@ -185,122 +255,39 @@ int cudaMallocHost(void **p, size_t size) {
     return host_alloc(p, size, 0);
 }
 
-/* Frees memory the double mapped (cudaHostAlloc, cudaMalloc): p must be the
- * exact base of a record of that kind, else 1 (cudaErrorInvalidValue). */
-static int unmap_exact(void *p, int kind) {
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    if (!r || r->kind != kind || r->ptr != p) {
-        pthread_mutex_unlock(&mu);
-        return ret(1);
-    }
-    size_t len = r->len;
-    int pin = r->pin;
-    drop(r);
-    pthread_mutex_unlock(&mu);
-    fk_unpin(pin);
-    munmap(p, len);
-    return 0;
-}
-
 int cudaFreeHost(void *p) {
     count(C_FREEHOST);
     if (!p) return 0;
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
-    fk_device_idle(); /* the driver's cudaFreeHost synchronises the device */
-    return unmap_exact(p, ALLOC);
-}
-
-static const void *call_back_on;
-static int called_back;
-
-void fakecuda_call_back_on_register(const void *q) {
-    __atomic_store_n(&call_back_on, q, __ATOMIC_RELEASE);
-}
-int fakecuda_called_back(void) {
-    return __atomic_load_n(&called_back, __ATOMIC_ACQUIRE);
-}
-
-int cudaPointerGetAttributes(void *attr, const void *p);
-static void *call_back(void *q) {
-    struct {
-        int type, device;
-        void *devicePointer, *hostPointer;
-    } a;
-    if (cudaPointerGetAttributes(&a, q) == 0) __atomic_fetch_add(&called_back, 1, __ATOMIC_RELEASE);
-    return NULL;
+    const struct driver *d = driver();
+    return CALL(MemFreeHost, p);
 }
 
 int cudaHostRegister(void *p, size_t size, unsigned flags) {
     count(C_REGISTER);
-    if (!p || !size || flags > 15) return ret(1);
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
-    uintptr_t lo = floor_page((uintptr_t)p), hi = ceil_page((uintptr_t)p + size);
-    pthread_mutex_lock(&mu);
-    int rc = 0;
-    if (overlaps(lo, hi))
-        rc = 712;
-    else if (nrec == MAXREC)
-        rc = 2;
-    else
-        recs[nrec++] = (struct rec){lo, hi, p, 0, -1, flags, REGISTER};
-    pthread_mutex_unlock(&mu);
-    if (!rc) {
-        madvise((void *)lo, hi - lo, 23 /* MADV_POPULATE_WRITE: pinning faults pages in */);
-        int pin = fk_pin((void *)lo, hi - lo, 0);
-        pthread_mutex_lock(&mu);
-        struct rec *r = containing((void *)lo);
-        if (r && r->kind == REGISTER && r->ptr == p && r->pin < 0) r->pin = pin, pin = -1;
-        pthread_mutex_unlock(&mu);
-        fk_unpin(pin); /* unregistered meanwhile */
-    }
-    const void *q = rc ? NULL : __atomic_exchange_n(&call_back_on, NULL, __ATOMIC_ACQ_REL);
-    pthread_t t;
-    if (q && pthread_create(&t, NULL, call_back, (void *)q) == 0) pthread_join(t, NULL);
-    return ret(rc);
+    const struct driver *d = driver();
+    return CALL(MemHostRegister, p, size, flags);
 }
 
 int cudaHostUnregister(void *p) {
     count(C_UNREGISTER);
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    int rc = 713;
-    int pin = -1;
-    if (r && r->kind == REGISTER && r->ptr == p) {
-        pin = r->pin;
-        drop(r);
-        rc = 0;
-    }
-    pthread_mutex_unlock(&mu);
-    fk_unpin(pin);
-    return ret(rc);
+    const struct driver *d = driver();
+    return CALL(MemHostUnregister, p);
 }
 
 int cudaHostGetFlags(unsigned *flags, void *p) {
     count(C_GETFLAGS);
-    if (!flags) return ret(1);
-    pthread_mutex_lock(&mu);
-    struct rec *r = containing(p);
-    int rc = 1;
-    if (r && r->kind == ALLOC) {
-        *flags = r->flags;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&mu);
-    return ret(rc);
+    const struct driver *d = driver();
+    return CALL(MemHostGetFlags, flags, p);
 }
 
 int cudaHostGetDevicePointer(void **dev, void *p, unsigned flags) {
     count(C_DEVPTR);
-    if (!dev || flags) return ret(1);
-    int kind = record_of(p).kind;
-    if (kind != ALLOC && kind != REGISTER) return ret(1);
-    *dev = p; /* unified addressing */
-    return 0;
+    if (!dev) return ret(1);
+    const struct driver *d = driver();
+    CUdeviceptr dp = 0;
+    int rc = CALL(MemHostGetDevicePointer, &dp, p, flags);
+    if (!rc) *dev = (void *)(uintptr_t)dp;
+    return rc;
 }
 
 struct attrs24 {
@@ -311,12 +298,18 @@ struct attrs24 {
 int cudaPointerGetAttributes(void *attr, const void *p) {
     count(C_ATTR);
     if (!attr) return ret(1);
-    int kind = record_of(p).kind; /* a copy: the record may go once unlocked */
-    struct attrs24 a = {0, -2, NULL, NULL};
-    if (kind == DEVICE)
-        a = (struct attrs24){2, 0, (void *)p, NULL};
-    else if (kind != NONE)
-        a = (struct attrs24){1, 0, (void *)p, (void *)p};
+    const struct driver *d = driver();
+    unsigned type = 0;
+    int ordinal = 0;
+    CUdeviceptr dp = 0;
+    void *hp = NULL;
+    int at[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                 CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_HOST_POINTER};
+    void *data[4] = {&type, &ordinal, &dp, &hp};
+    int rc = CALL(PointerGetAttributes, 4, at, data, (CUdeviceptr)(uintptr_t)p);
+    if (rc) return rc;
+    struct attrs24 a = {(int)type, type ? ordinal : -2 /* cudaInvalidDeviceId */,
+                        (void *)(uintptr_t)dp, hp};
     memcpy(attr, &a, sizeof a);
     return 0;
 }
@@ -324,40 +317,32 @@ int cudaPointerGetAttributes(void *attr, const void *p) {
 /* FAKECUDA_SYNC_FAIL=1: the device reports an error (999, cudaErrorUnknown). */
 int cudaDeviceSynchronize(void) {
     count(C_SYNC);
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
-    fk_device_idle();
+    const struct driver *d = driver();
+    int rc = CALL(CtxSynchronize);
+    if (rc) return rc;
     const char *f = getenv("FAKECUDA_SYNC_FAIL");
     return ret(f && *f == '1' ? 999 : 0);
 }
 
-/* Device memory: page-granular host memory the records call device memory. */
+/* Device memory: the driver's. A size of 0 gives NULL. */
 int cudaMalloc(void **p, size_t size) {
     if (!p) return ret(1);
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
-    size_t len = ceil_page(size ? size : 1);
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return ret(2);
-    pthread_mutex_lock(&mu);
-    if (nrec == MAXREC) {
-        pthread_mutex_unlock(&mu);
-        munmap(m, len);
-        return ret(2);
+    if (!size) {
+        *p = NULL;
+        return 0;
     }
-    recs[nrec++] = (struct rec){(uintptr_t)m, (uintptr_t)m + len, m, len, -1, 0, DEVICE};
-    pthread_mutex_unlock(&mu);
-    *p = m;
-    return 0;
+    const struct driver *d = driver();
+    CUdeviceptr dp = 0;
+    int rc = CALL(MemAlloc, &dp, size);
+    if (!rc) *p = (void *)(uintptr_t)dp;
+    return rc;
 }
 
 /* cudaFree(NULL) is how programs create the context: 0. */
 int cudaFree(void *p) {
-    if (!p) return 0;
-    int refused = fk_capture_refuses();
-    if (refused) return ret(refused);
-    fk_device_idle();
-    return unmap_exact(p, DEVICE);
+    const struct driver *d = driver();
+    if (!p) return d ? 0 : ret(NO_DRIVER);
+    return CALL(MemFree, (CUdeviceptr)(uintptr_t)p);
 }
 
 int cudaGetDeviceCount(int *n) {
@@ -383,7 +368,9 @@ int cudaRuntimeGetVersion(int *v) {
 }
 
 int cudaDriverGetVersion(int *v) {
-    return cudaRuntimeGetVersion(v);
+    if (!v) return ret(1);
+    const struct driver *d = driver();
+    return CALL(DriverGetVersion, v);
 }
 
 const char *cudaGetErrorString(int e) {

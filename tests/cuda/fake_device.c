@@ -1,4 +1,4 @@
-/* The device half of the libcudart double (see fake_cudart.c for host memory):
+/* The device half of the libcudart double (see fake_cudart.c for memory):
  * streams that run their work later, on a thread of their own, as a GPU's copy
  * engines do, so that what the driver's documentation makes the caller's
  * business (docs/internals.md, "Copies and graph capture") is visible
@@ -21,7 +21,11 @@
  * Simplifications: every stream, the legacy default stream (NULL) included,
  * is independent of the others (no implicit legacy-stream barrier); cudaMemcpy
  * waits for the whole device, then copies. Memory "on the device" is host
- * memory (fake_cudart.c's cudaMalloc). */
+ * memory (the driver double's cuMemAlloc, fake_cuda.c, through cudaMalloc).
+ * The driver double is handed this device at the runtime's first call
+ * (fakecu_set_device): its cuMemFreeHost, cuMemFree and cuCtxSynchronize wait
+ * with fk_device_idle, its potentially unsafe calls ask fk_capture_refuses,
+ * and cuThreadExchangeStreamCaptureMode is fk_exchange_mode. */
 #include "fake_cudart.h"
 
 #include <pthread.h>
@@ -385,12 +389,16 @@ int cudaStreamWaitEvent(void *h, void *ev, unsigned flags) {
 
 /* --- graph capture ------------------------------------------------------- */
 
-int cudaThreadExchangeStreamCaptureMode(int *mode) {
-    if (!mode || *mode < 0 || *mode > 2) return fk_ret(1);
+int fk_exchange_mode(int *mode) {
+    if (!mode || *mode < 0 || *mode > 2) return 1;
     int old = thread_mode;
     thread_mode = *mode;
     *mode = old;
     return 0;
+}
+
+int cudaThreadExchangeStreamCaptureMode(int *mode) {
+    return fk_ret(fk_exchange_mode(mode));
 }
 
 int cudaStreamBeginCapture(void *h, int mode) {

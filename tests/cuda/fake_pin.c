@@ -1,4 +1,4 @@
-/* How the libcudart double pins pages: as the NVIDIA driver does, with
+/* How the libcuda double (fake_cuda.c) pins pages: as the NVIDIA driver does, with
  * FOLL_PIN (the driver's os-mlock.c calls pin_user_pages), reached from user
  * space through io_uring buffer registration, the one interface that pins
  * user pages the same way. What this changes, and why the double must model
@@ -12,9 +12,10 @@
  * io_uring takes at most 1 GiB per iovec and charges RLIMIT_MEMLOCK without
  * CAP_IPC_LOCK; where it refuses (limit, io_uring_disabled, file-backed
  * memory, no descriptor left), the double falls back to mlock for the memory
- * it maps itself, to nothing for registered memory, and fakecuda_foll_pinned()
- * tells the tests which they got. */
-#include "fake_cudart.h"
+ * it maps itself, to nothing for registered memory, and fakecu_foll_pinned()
+ * (fakecuda_foll_pinned() through the runtime double) tells the tests which
+ * they got. */
+#include "fake_cuda.h"
 
 #include <linux/io_uring.h>
 #include <string.h>

@@ -1,6 +1,8 @@
 /* The libcudart double's selftest, run WITHOUT the shim: every behaviour of
- * the real driver that the double models (fake_cudart.c, fake_device.c,
- * fake_pin.c) holds, so the shim's tests against it mean something:
+ * the real driver that the doubles model (fake_cudart.c, fake_device.c, and
+ * the driver double they are layered on: fake_cuda.c, fake_pin.c; its own
+ * behaviours are t_driver_double.c's) holds, so the shim's tests against it
+ * mean something:
  * - copies: to or from pinned memory they run when the stream gets to them;
  *   a pageable source is staged on the call; a pageable destination has its
  *   data when the call returns; stream, device and cudaFreeHost waits;

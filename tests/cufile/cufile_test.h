@@ -8,6 +8,7 @@
 #define DSP_CUFILE_PROTOTYPES
 #include "cufile_types.h"
 #include "cuda_test.h"
+#include "fake_cuda.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +74,19 @@ static inline void *pinned(size_t n) {
     return p;
 }
 
+/* Device memory as a program gets it from the driver (the libcuda double,
+ * tests/cuda/fake_cuda.c): initialised, with the primary context current in
+ * the calling thread. (No __thread flag: LeakSanitizer crashes at exit on
+ * the dynamic TLS of a sanitized module loaded RTLD_LOCAL, libcufile_user.) */
 static inline void *device(size_t n) {
+    CUcontext ctx = NULL;
+    CHECK(cuInit(0) == CUDA_SUCCESS && cuCtxGetCurrent(&ctx) == CUDA_SUCCESS);
+    if (!ctx) {
+        CUdevice dev = -1;
+        CHECK(cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+              cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
+              cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+    }
     CUdeviceptr d = 0;
     CHECK(cuMemAlloc_v2(&d, n) == CUDA_SUCCESS);
     return (void *)(uintptr_t)d;

@@ -24,9 +24,11 @@
  *   preloaded shim's hook answers) and join it, counting
  *   (fakecufile_called_back()): a shim holding its lock across the call
  *   deadlocks there.
- * Device memory is the fake libcuda's (fake_cuda.c). */
+ * Device memory is the libcuda double's (tests/cuda/fake_cuda.c, linked):
+ * fakecu_find_device() tells its allocations. */
 #define DSP_CUFILE_PROTOTYPES
 #include "cufile_types.h"
+#include "fake_cuda.h" /* fakecu_find_device */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,8 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int fakedrv_find(uintptr_t p, uintptr_t *base, size_t *len, unsigned long long *id);
 
 #define MAXH   256
 #define MAXREG 4096
@@ -307,7 +307,7 @@ static ssize_t io(CUfileHandle_t fh, int wr, char *base, size_t size, off_t file
     uintptr_t dbase;
     size_t dlen;
     unsigned long long id;
-    if (reg_len < 0 && fakedrv_find((uintptr_t)p, &dbase, &dlen, &id) &&
+    if (reg_len < 0 && fakecu_find_device((uintptr_t)p, &dbase, &dlen, &id) &&
         size > dlen - ((uintptr_t)p - dbase))
         return -CU_FILE_INVALID_VALUE; /* runs past its device allocation */
     if (reg_len >= 0) {                /* registered: straight to the buffer */

@@ -49,12 +49,15 @@ if [ $rehearse -eq 1 ]; then
   # here for find_cuda, which takes a layout only with its header.
   echo "/* rehearsal: tests/gpu/gpu_check.h declares what the checks call */" \
     >"$fake/site/nvidia/cu13/include/cuda_runtime_api.h"
-  cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcudart.so.13 \
-    -Wl,--version-script=tests/cuda/fake_cudart.map tests/cuda/fake_cudart.c tests/cuda/fake_device.c tests/cuda/fake_pin.c -lpthread \
-    -o "$fake/site/nvidia/cu13/lib/libcudart.so.13" || { echo "FAIL: cannot build the libcudart double"; exit 1; }
-  cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcuda.so.1 -Iio tests/cufile/fake_cuda.c -lpthread \
-    -o "$fake/site/nvidia/cu13/lib/libcuda.so.1" &&
-    cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcufile.so.0 -Iio tests/cufile/fake_cufile.c \
+  # The driver double first: the runtime double dlopens it from its own
+  # folder ($ORIGIN), as the real runtime finds libcuda.so.1.
+  cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcuda.so.1 -Iio -Itests/cuda \
+    -Wl,--version-script=tests/cuda/fake_cuda.map tests/cuda/fake_cuda.c tests/cuda/fake_pin.c -lpthread -ldl \
+    -o "$fake/site/nvidia/cu13/lib/libcuda.so.1" || { echo "FAIL: cannot build the libcuda double"; exit 1; }
+  cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcudart.so.13 -Iio -Itests/cuda -DFAKECUDA_VERSION=13000 \
+    -Wl,--version-script=tests/cuda/fake_cudart.map tests/cuda/fake_cudart.c tests/cuda/fake_device.c -lpthread -ldl \
+    -Wl,-rpath,'$ORIGIN' -o "$fake/site/nvidia/cu13/lib/libcudart.so.13" || { echo "FAIL: cannot build the libcudart double"; exit 1; }
+  cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcufile.so.0 -Iio -Itests/cuda tests/cufile/fake_cufile.c \
       -L"$fake/site/nvidia/cu13/lib" -l:libcuda.so.1 -Wl,-rpath,"$fake/site/nvidia/cu13/lib" -lpthread \
       -o "$fake/site/nvidia/cu13/lib/libcufile.so.0" || echo "(no libcufile double: the cuFile part will say so)"
   cat >"$fake/bin/nvidia-smi" <<'SH'
