@@ -10,7 +10,8 @@
  * lazily in each thread, makes the primary context current. It does not link
  * libcuda: a shim that interposes dlsym and cuGetProcAddress sees the
  * runtime's driver calls the way it would see the real runtime's. Without a
- * libcuda.so.1 every call fails with 35 (cudaErrorInsufficientDriver).
+ * libcuda.so.1 every call that needs the driver fails with 35
+ * (cudaErrorInsufficientDriver).
  *
  * Host memory belongs to the driver, which keeps the records and enforces the
  * documented semantics the shim must preserve (fake_cuda.c): the runtime

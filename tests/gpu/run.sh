@@ -52,7 +52,7 @@ if [ $rehearse -eq 1 ]; then
   # The driver double first: the runtime double dlopens it from its own
   # folder ($ORIGIN), as the real runtime finds libcuda.so.1.
   cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcuda.so.1 -Iio -Itests/cuda \
-    -Wl,--version-script=tests/cuda/fake_cuda.map tests/cuda/fake_cuda.c tests/cuda/fake_pin.c -lpthread -ldl \
+    -Wl,--version-script=tests/cuda/fake_cuda.map -Wl,-Bsymbolic-functions tests/cuda/fake_cuda.c tests/cuda/fake_pin.c -lpthread -ldl \
     -o "$fake/site/nvidia/cu13/lib/libcuda.so.1" || { echo "FAIL: cannot build the libcuda double"; exit 1; }
   cc -O2 -shared -fPIC -D_GNU_SOURCE -Wl,-soname,libcudart.so.13 -Iio -Itests/cuda -DFAKECUDA_VERSION=13000 \
     -Wl,--version-script=tests/cuda/fake_cudart.map tests/cuda/fake_cudart.c tests/cuda/fake_device.c -lpthread -ldl \
