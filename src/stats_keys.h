@@ -25,9 +25,17 @@ DSP_STAT(deferred_frees, COUNTER,
 DSP_STAT(deferred_frees_leaked, COUNTER,
          "of those, frees dropped because the deferred-free area was full (the blocks leak)")
 DSP_STAT(cuda_host_alloc_served, COUNTER,
-         "cudaHostAlloc/cudaMallocHost calls served by the manager")
+         "pinned allocations served by the manager: cudaHostAlloc, cudaMallocHost, "
+         "cuMemHostAlloc, cuMemAllocHost")
+DSP_STAT(cuda_driver_served, COUNTER,
+         "of those, through the driver API (cuMemHostAlloc, cuMemAllocHost)")
 DSP_STAT(cuda_host_alloc_passthrough, COUNTER,
-         "cudaHostAlloc/cudaMallocHost calls handed to the real function")
+         "pinned allocations of either API handed to the real function")
+DSP_STAT(cuda_proc_hooked, COUNTER,
+         "driver functions looked up with cuGetProcAddress or cudaGetDriverEntryPoint and "
+         "answered with the shim's hook")
+DSP_STAT(dlsym_hooked, COUNTER,
+         "dlsym/dlvsym lookups on a CUDA or cuFile library answered with the shim's hook")
 DSP_STAT(cuda_free_pooled, COUNTER, "cudaFreeHost calls that returned a block to the pool")
 DSP_STAT(cuda_register_inside_block, COUNTER,
          "cudaHostRegister calls answered inside a registered block")

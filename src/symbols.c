@@ -1,8 +1,125 @@
 #include "symbols.h"
 
+#include "config.h"
+#include "manager.h"
+
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
+#include <stdint.h>
 #include <string.h>
+
+/* glibc's dlsym and dlvsym, by address. No symbol lookup can name them: an
+ * unversioned definition satisfies a versioned reference (that is how the
+ * shim's unversioned hooks interpose `cudaHostAlloc@libcudart.so.13`), so
+ * even `dlsym@GLIBC_2.2.5` binds to the shim's own dlsym hook, and
+ * dlvsym(RTLD_NEXT, "dlsym", ...) would go through the shim's dlvsym hook.
+ * So they are read from the C library's own dynamic symbol table (libc.so.6,
+ * or libdl.so.2 before glibc 2.34), found with dl_iterate_phdr, which needs
+ * neither dlsym nor an allocation. The dlsym hook's entry points
+ * (preload/dlsym.c) jump through these two pointers. */
+void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
+
+static uint32_t gnu_hash(const char *s) {
+    uint32_t h = 5381;
+    for (; *s; s++) h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+struct elf_tables {
+    const ElfW(Sym) * symtab;
+    const char *strtab;
+    const uint32_t *gnu_hash, *sysv_hash;
+};
+
+static const ElfW(Sym) * defined(const struct elf_tables *t, uint32_t i, const char *name) {
+    const ElfW(Sym) *s = &t->symtab[i];
+    if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC) return NULL;
+    return strcmp(t->strtab + s->st_name, name) == 0 ? s : NULL;
+}
+
+/* The definition of name in one object's tables (any version: glibc's
+ * versions of dlsym are one function), or NULL. */
+static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, const char *name) {
+    if (t->gnu_hash) {
+        const uint32_t *ht = t->gnu_hash;
+        uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
+        const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)&ht[4] + bloom_size);
+        const uint32_t *chain = buckets + nbuckets;
+        uint32_t h = gnu_hash(name);
+        if (!nbuckets) return NULL;
+        for (uint32_t i = buckets[h % nbuckets]; i >= symoffset; i++) {
+            uint32_t h2 = chain[i - symoffset];
+            const ElfW(Sym) *s = (h | 1) == (h2 | 1) ? defined(t, i, name) : NULL;
+            if (s) return s;
+            if (h2 & 1) break;
+        }
+        return NULL;
+    }
+    if (t->sysv_hash) { /* nchain is the number of symbols */
+        for (uint32_t i = 0; i < t->sysv_hash[1]; i++) {
+            const ElfW(Sym) *s = defined(t, i, name);
+            if (s) return s;
+        }
+    }
+    return NULL;
+}
+
+static int find_glibc(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size, (void)arg;
+    const char *path = info->dlpi_name, *base;
+    if (!path || !*path) return 0;
+    base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "libc.so.", 8) != 0 && strncmp(base, "libdl.so.", 9) != 0) return 0;
+    struct elf_tables t = {0};
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+        for (const ElfW(Dyn) *d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+             d->d_tag != DT_NULL; d++) {
+            /* The loader relocates these in place where the dynamic section
+             * is writable; elsewhere they are still offsets. */
+            ElfW(Addr) a =
+                d->d_un.d_ptr < info->dlpi_addr ? info->dlpi_addr + d->d_un.d_ptr : d->d_un.d_ptr;
+            if (d->d_tag == DT_SYMTAB) t.symtab = (const void *)a;
+            if (d->d_tag == DT_STRTAB) t.strtab = (const void *)a;
+            if (d->d_tag == DT_GNU_HASH) t.gnu_hash = (const void *)a;
+            if (d->d_tag == DT_HASH) t.sysv_hash = (const void *)a;
+        }
+    }
+    if (!t.symtab || !t.strtab) return 0;
+    const ElfW(Sym) *s = elf_lookup(&t, "dlsym"), *v = elf_lookup(&t, "dlvsym");
+    if (!s || !v) return 0; /* libc.so.6 before 2.34 has neither: libdl.so.2 comes */
+    __atomic_store_n(&dsp_glibc_dlvsym_ptr, (void *)(info->dlpi_addr + v->st_value),
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&dsp_glibc_dlsym_ptr, (void *)(info->dlpi_addr + s->st_value),
+                     __ATOMIC_RELEASE);
+    return 1;
+}
+
+void dsp_glibc_resolve(void) {
+    if (!__atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE)) dl_iterate_phdr(find_glibc, NULL);
+}
+
+static void *glibc_dlsym(void *h, const char *name) {
+    void *fn = __atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE);
+    if (!fn) dsp_glibc_resolve(), fn = __atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE);
+    return fn ? ((void *(*)(void *, const char *))fn)(h, name) : NULL;
+}
+
+static void *glibc_dlvsym(void *h, const char *name, const char *version) {
+    void *fn = __atomic_load_n(&dsp_glibc_dlvsym_ptr, __ATOMIC_ACQUIRE);
+    if (!fn) dsp_glibc_resolve(), fn = __atomic_load_n(&dsp_glibc_dlvsym_ptr, __ATOMIC_ACQUIRE);
+    return fn ? ((void *(*)(void *, const char *, const char *))fn)(h, name, version) : NULL;
+}
+
+void *dsp_real_dlsym(void *handle, const char *name) {
+    return glibc_dlsym(handle, name);
+}
+
+void *dsp_real_dlvsym(void *handle, const char *name, const char *version) {
+    return glibc_dlvsym(handle, name, version);
+}
 
 struct search {
     const char *prefix;
@@ -25,7 +142,7 @@ static int match(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 static void *lookup(void *h, const char *name, const char *version) {
-    return version ? dlvsym(h, name, version) : dlsym(h, name);
+    return version ? glibc_dlvsym(h, name, version) : glibc_dlsym(h, name);
 }
 
 void *dsp_sym_next_v(const char *name, const char *version, const char *lib_prefix) {
@@ -45,4 +162,29 @@ void *dsp_sym_next_v(const char *name, const char *version, const char *lib_pref
 
 void *dsp_sym_next(const char *name, const char *lib_prefix) {
     return dsp_sym_next_v(name, NULL, lib_prefix);
+}
+
+const char *dsp_sym_object(const void *p) {
+    Dl_info info;
+    if (!p || !dladdr(p, &info) || !info.dli_fname) return NULL;
+    const char *base = strrchr(info.dli_fname, '/');
+    return base ? base + 1 : info.dli_fname;
+}
+
+int dsp_layer_resolve(struct dsp_layer *l) {
+    int found_all = 1;
+    for (const struct dsp_sym *s = l->syms; s->name; s++) {
+        void *fn = dsp_sym_next(s->name, l->lib);
+        __atomic_store_n(s->slot, fn, __ATOMIC_RELEASE);
+        if (!fn && s->required) found_all = 0;
+    }
+    if (!dsp_ensure_init()) return DSP_LAYER_UNRESOLVED; /* re-entered from init: next time */
+    /* Before serving: until then no thread takes the layer's locks. */
+    if (l->fork) dsp_fork_register(l->fork_slot, l->fork);
+    if (!found_all) return DSP_LAYER_UNRESOLVED; /* not loaded yet (a probe): retry later */
+    int m = dsp_opt(l->off_option) == l->off_value ? DSP_LAYER_PASS : DSP_LAYER_SERVING;
+    if (m == DSP_LAYER_SERVING && l->start && !l->start()) m = DSP_LAYER_PASS;
+    int expected = DSP_LAYER_UNRESOLVED;
+    atomic_compare_exchange_strong(&l->mode, &expected, m);
+    return atomic_load(&l->mode);
 }

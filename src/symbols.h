@@ -3,6 +3,22 @@
 #ifndef DSP_SYMBOLS_H
 #define DSP_SYMBOLS_H
 
+#include "fork.h"
+
+#include <stdatomic.h>
+
+/* glibc's own dlsym and dlvsym, found by address in the C library's symbol
+ * table (symbols.c), so that the shim's lookups never pass through its own
+ * dlsym hook (preload/dlsym.c): the hook would answer a lookup of a served
+ * name with the hook itself, and the shim would call itself forever (the
+ * self-lookup loop of tkestack/gpu-manager issue 169). NULL if glibc's
+ * cannot be found. */
+void *dsp_real_dlsym(void *handle, const char *name);
+void *dsp_real_dlvsym(void *handle, const char *name, const char *version);
+/* The addresses, for the hook's entry points: NULL until dsp_glibc_resolve(). */
+extern void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
+void dsp_glibc_resolve(void);
+
 /* The next definition of `name` after this library: dlsym(RTLD_NEXT), else in
  * a loaded object whose file name starts with `lib_prefix` (such as
  * "libcudart.so"), found with dl_iterate_phdr and opened RTLD_NOLOAD: that is
@@ -14,5 +30,51 @@ void *dsp_sym_next(const char *name, const char *lib_prefix);
  * exports two io_getevents with different arguments (docs/internals.md,
  * "libaio's symbols and conventions"). */
 void *dsp_sym_next_v(const char *name, const char *version, const char *lib_prefix);
+
+/* The file name (without folders) of the loaded object that holds address
+ * `p`, or NULL. */
+const char *dsp_sym_object(const void *p);
+
+/* One resolver for the layers that wrap a library loaded at any time (the
+ * CUDA runtime, the CUDA driver, cuFile): the real functions are looked up at
+ * the layer's first call, again at each call until the library is loaded,
+ * then the layer settles into serving or passing through for good.
+ *
+ * A layer describes itself once, statically; every hook starts with
+ * dsp_layer_serving(&layer): one atomic load and a branch once settled. */
+struct dsp_sym {
+    const char *name;
+    void **slot;  /* where the real function goes (NULL when not loaded) */
+    int required; /* the layer cannot serve without it */
+};
+
+enum { DSP_LAYER_UNRESOLVED = 0, DSP_LAYER_SERVING = 1, DSP_LAYER_PASS = 2 };
+
+struct dsp_layer {
+    _Atomic int mode;             /* DSP_LAYER_* */
+    const char *lib;              /* file name prefix: "libcudart.so" */
+    const struct dsp_sym *syms;   /* terminated by a NULL name */
+    int off_option, off_value;    /* dsp_opt(off_option) == off_value: pass through */
+    enum dsp_fork_slot fork_slot; /* registered once the manager is ready */
+    const struct dsp_fork_ops *fork;
+    /* Once the manager is ready and the required functions are found, before
+     * the layer serves; returns 0 to pass through instead. Optional. */
+    int (*start)(void);
+};
+
+/* The slow path: resolves, and settles when the library is loaded. Returns
+ * the mode now (DSP_LAYER_UNRESOLVED: ask again at the next call). */
+int dsp_layer_resolve(struct dsp_layer *l);
+
+static inline int dsp_layer_serving(struct dsp_layer *l) {
+    int m = atomic_load_explicit(&l->mode, memory_order_acquire);
+    return __builtin_expect(m == DSP_LAYER_SERVING, 1) ||
+           (m == DSP_LAYER_UNRESOLVED && dsp_layer_resolve(l) == DSP_LAYER_SERVING);
+}
+
+/* Serving stops for good (a forked child, no usable driver). */
+static inline void dsp_layer_pass(struct dsp_layer *l) {
+    atomic_store(&l->mode, DSP_LAYER_PASS);
+}
 
 #endif

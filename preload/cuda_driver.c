@@ -1,0 +1,270 @@
+/* CUDA driver API hooks: the pinned host memory of programs that reach the
+ * driver without the runtime's exported symbols (static cudart: CuPy,
+ * cuda-python 13, nvcc's default; JAX/XLA; TensorFlow) is served by the same
+ * manager, with the same rules as the runtime's (cuda_core.c), and the
+ * driver's codes: 1 for a bad free, 712 for overlapping registrations, 713
+ * for an unregister of what the caller never registered.
+ *
+ * Such programs find the driver with dlopen("libcuda.so.1") and dlsym on that
+ * handle, or through cuGetProcAddress: the shim answers both with these hooks
+ * (dlsym: preload/dlsym.c; cuGetProcAddress, below), choosing the version of
+ * each function the caller asked for (HAMi-core issue 57: the newest _vN
+ * handed to an older caller reads arguments it never passed). docs/cuda.md,
+ * "Driver API", has the table. */
+#include "cuda_driver.h"
+
+#include "config.h"
+#include "cuda_core.h"
+#include "log.h"
+#include "stats.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+enum {
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_STUB_LIBRARY = 34,
+    CUDA_ERROR_NO_DEVICE = 100,
+};
+
+static struct {
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemAllocHost)(void **, unsigned);
+    CUresult (*MemAllocHost_v2)(void **, size_t);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*MemHostRegister)(void *, size_t, unsigned);
+    CUresult (*MemHostRegister_v2)(void *, size_t, unsigned);
+    CUresult (*MemHostUnregister)(void *);
+    CUresult (*MemHostGetFlags)(unsigned *, void *);
+    CUresult (*MemHostGetDevicePointer)(unsigned *, void *, unsigned);
+    CUresult (*MemHostGetDevicePointer_v2)(CUdeviceptr *, void *, unsigned);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+    CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ThreadExchangeStreamCaptureMode)(int *);
+    CUresult (*GetProcAddress)(const char *, void **, int, unsigned long long);
+    CUresult (*GetProcAddress_v2)(const char *, void **, int, unsigned long long, int *);
+} real;
+
+#define SYM(field, required)                                                                       \
+    { "cu" #field, (void **)&real.field, required }
+static const struct dsp_sym syms[] = {
+    SYM(MemHostAlloc, 0),
+    SYM(MemAllocHost, 0),
+    SYM(MemAllocHost_v2, 0),
+    SYM(MemFreeHost, 0),
+    SYM(MemHostRegister, 0),
+    SYM(MemHostRegister_v2, 1),
+    SYM(MemHostUnregister, 1),
+    SYM(MemHostGetFlags, 0),
+    SYM(MemHostGetDevicePointer, 0),
+    SYM(MemHostGetDevicePointer_v2, 0),
+    SYM(PointerGetAttribute, 0),
+    SYM(PointerGetAttributes, 0),
+    SYM(CtxSynchronize, 1),
+    SYM(ThreadExchangeStreamCaptureMode, 0),
+    SYM(GetProcAddress, 0),
+    SYM(GetProcAddress_v2, 0),
+    {NULL, NULL, 0},
+};
+
+static int start(void);
+static struct dsp_layer layer = {
+    .lib = "libcuda.so",
+    .syms = syms,
+    .off_option = DSP_OPT_CUDA,
+    .off_value = DSP_CUDA_OFF,
+    .start = start,
+};
+
+/* A hook found with dlsym(RTLD_DEFAULT) in a process with no libcuda loaded. */
+static CUresult missing(const char *name) {
+    dsp_once(DSP_LOG_ERROR,
+             "%s called but no libcuda with it is loaded; returning CUDA_ERROR_NOT_INITIALIZED",
+             name);
+    return CUDA_ERROR_NOT_INITIALIZED;
+}
+
+#define CALL_REAL(field, ...)                                                                      \
+    (dsp_layer_serving(&layer), /* resolves */                                                     \
+     real.field ? DSP_CUDA_OUT(real.field(__VA_ARGS__)) : missing("cu" #field))
+
+static int do_register(void *p, size_t len, unsigned flags) {
+    return CALL_REAL(MemHostRegister_v2, p, len, flags);
+}
+static int do_register_v1(void *p, size_t len, unsigned flags) {
+    return CALL_REAL(MemHostRegister, p, len, flags);
+}
+static int do_unregister(void *p) {
+    return CALL_REAL(MemHostUnregister, p);
+}
+static int do_sync(void) {
+    return CALL_REAL(CtxSynchronize);
+}
+static int do_exchange(int *mode) {
+    return CALL_REAL(ThreadExchangeStreamCaptureMode, mode);
+}
+
+static struct dsp_cuda_api api = {
+    .layer = &layer,
+    .name = "cuMemHostRegister",
+    .reg = do_register,
+    .unreg = do_unregister,
+    .sync = do_sync,
+    .no_driver_a = CUDA_ERROR_NO_DEVICE,
+    .no_driver_b = CUDA_ERROR_STUB_LIBRARY,
+};
+
+static int start(void) {
+    if (real.ThreadExchangeStreamCaptureMode) api.exchange_mode = do_exchange;
+    return dsp_cuda_start(&api);
+}
+
+static CUresult alloc(void **pp, size_t size, unsigned flags) {
+    int rc = dsp_cuda_alloc(&api, pp, size, flags);
+    if (rc == DSP_CUDA_REAL && !dsp_cuda_out) /* the runtime's own call is counted there */
+        dsp_stat_add(DSP_ST_cuda_host_alloc_passthrough, 1);
+    else if (rc == 0)
+        dsp_stat_add(DSP_ST_cuda_driver_served, 1);
+    return rc;
+}
+
+DSP_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
+    CUresult rc = alloc(pp, bytesize, Flags);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemHostAlloc, pp, bytesize, Flags);
+}
+
+DSP_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+    CUresult rc = alloc(pp, bytesize, 0);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemAllocHost_v2, pp, bytesize);
+}
+
+/* Before CUDA 3.2: a 32-bit size. */
+DSP_API CUresult cuMemAllocHost(void **pp, unsigned int bytesize) {
+    CUresult rc = alloc(pp, bytesize, 0);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemAllocHost, pp, bytesize);
+}
+
+DSP_API CUresult cuMemFreeHost(void *p) {
+    CUresult rc = dsp_cuda_free(&api, p);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemFreeHost, p);
+}
+
+DSP_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+    CUresult rc = dsp_cuda_register(&api, do_register, p, bytesize, Flags);
+    return rc != DSP_CUDA_REAL ? rc : do_register(p, bytesize, Flags);
+}
+
+DSP_API CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags) {
+    CUresult rc = dsp_cuda_register(&api, do_register_v1, p, bytesize, Flags);
+    return rc != DSP_CUDA_REAL ? rc : do_register_v1(p, bytesize, Flags);
+}
+
+DSP_API CUresult cuMemHostUnregister(void *p) {
+    CUresult rc = dsp_cuda_unregister(&api, do_unregister, p);
+    return rc != DSP_CUDA_REAL ? rc : do_unregister(p);
+}
+
+DSP_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
+    CUresult rc = dsp_cuda_get_flags(&api, pFlags, p);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemHostGetFlags, pFlags, p);
+}
+
+DSP_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
+    dsp_cuda_question(&api, p);
+    return CALL_REAL(MemHostGetDevicePointer_v2, pdptr, p, Flags);
+}
+
+/* Before CUDA 3.2: a 32-bit device pointer. */
+DSP_API CUresult cuMemHostGetDevicePointer(unsigned int *pdptr, void *p, unsigned int Flags) {
+    dsp_cuda_question(&api, p);
+    return CALL_REAL(MemHostGetDevicePointer, pdptr, p, Flags);
+}
+
+DSP_API CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
+    dsp_cuda_question(&api, (const void *)(uintptr_t)ptr);
+    return CALL_REAL(PointerGetAttribute, data, attribute, ptr);
+}
+
+DSP_API CUresult cuPointerGetAttributes(unsigned int numAttributes, int *attributes, void **data,
+                                        CUdeviceptr ptr) {
+    dsp_cuda_question(&api, (const void *)(uintptr_t)ptr);
+    return CALL_REAL(PointerGetAttributes, numAttributes, attributes, data, ptr);
+}
+
+/* The functions cuGetProcAddress is asked for by base name, with the versions
+ * the driver has of each: `since` is the cudaVersion from which the driver
+ * hands out the newer one (cuda.h's #define of the name to its _v2). */
+struct proc {
+    const char *name;
+    void *hook_old, *hook_new; /* the same for a function with one version */
+    void **real_old, **real_new;
+    int since;
+};
+#define ONE(name, field)                                                                           \
+    { #name, (void *)name, (void *)name, (void **)&real.field, (void **)&real.field, 0 }
+#define TWO(name, field, since)                                                                    \
+    {                                                                                              \
+#name, (void *)name, (void *)name##_v2, (void **)&real.field, (void **)&real.field##_v2,   \
+            since                                                                                  \
+    }
+DSP_API CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long, int *);
+DSP_API CUresult cuGetProcAddress(const char *, void **, int, unsigned long long);
+
+/* Sorted by name (bsearch). */
+static const struct proc procs[] = {
+    TWO(cuGetProcAddress, GetProcAddress, 12000),
+    TWO(cuMemAllocHost, MemAllocHost, 3020),
+    ONE(cuMemFreeHost, MemFreeHost),
+    ONE(cuMemHostAlloc, MemHostAlloc),
+    TWO(cuMemHostGetDevicePointer, MemHostGetDevicePointer, 3020),
+    ONE(cuMemHostGetFlags, MemHostGetFlags),
+    TWO(cuMemHostRegister, MemHostRegister, 6050),
+    ONE(cuMemHostUnregister, MemHostUnregister),
+    ONE(cuPointerGetAttribute, PointerGetAttribute),
+    ONE(cuPointerGetAttributes, PointerGetAttributes),
+};
+static const size_t nprocs = sizeof procs / sizeof procs[0];
+
+static int by_name(const void *key, const void *elem) {
+    return strcmp(key, ((const struct proc *)elem)->name);
+}
+
+void *dsp_cu_proc_hook(const char *symbol, void *fn, int cudaVersion) {
+    if (!fn || !symbol || symbol[0] != 'c' || symbol[1] != 'u') return fn;
+    const struct proc *p = bsearch(symbol, procs, nprocs, sizeof *procs, by_name);
+    /* Resolving also reads DSP_CUDA: off, the real answer stands. */
+    if (!p || !dsp_layer_serving(&layer)) return fn;
+    if (fn == p->hook_old || fn == p->hook_new) return fn;
+    void *hook;
+    if (fn == __atomic_load_n(p->real_new, __ATOMIC_ACQUIRE))
+        hook = p->hook_new;
+    else if (fn == __atomic_load_n(p->real_old, __ATOMIC_ACQUIRE))
+        hook = p->hook_old;
+    else /* an address of the driver's own: its version by the caller's */
+        hook = cudaVersion < 0 || cudaVersion >= p->since ? p->hook_new : p->hook_old;
+    dsp_stat_add(DSP_ST_cuda_proc_hooked, 1);
+    return hook;
+}
+
+/* CUDA 12+: what static cudart and cudaGetDriverEntryPoint call. The real
+ * lookup runs first, with every argument as given, so its code, status and
+ * the version it picked are the driver's; only a found function the shim
+ * serves is replaced, by its hook of the same version. */
+DSP_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                     unsigned long long flags, int *symbolStatus) {
+    CUresult rc = CALL_REAL(GetProcAddress_v2, symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (rc == 0 && pfn) *pfn = dsp_cu_proc_hook(symbol, *pfn, cudaVersion);
+    return rc;
+}
+
+/* CUDA 11.3 to 11.8: four arguments. */
+DSP_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                  unsigned long long flags) {
+    CUresult rc = CALL_REAL(GetProcAddress, symbol, pfn, cudaVersion, flags);
+    if (rc == 0 && pfn) *pfn = dsp_cu_proc_hook(symbol, *pfn, cudaVersion);
+    return rc;
+}
