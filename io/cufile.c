@@ -53,9 +53,6 @@ static CUresult (*real_attrs)(unsigned, int *, void **, CUdeviceptr);
 static long (*real_use_count)(void);
 static long hooked_opens;
 
-/* 0: not resolved; 1: serving; 2: pass everything through (DSP_CUFILE=off, or a
- * forked child). */
-static _Atomic int mode;
 /* Inside a call to the real library: its calls to its own exports land in our
  * hooks through the PLT and must go straight back (regression:
  * cufile_reentry_from_driver_close, which deadlocked on `mu`). */
@@ -118,6 +115,7 @@ static void fork_prepare(void) {
 static void fork_parent(void) {
     pthread_mutex_unlock(&mu);
 }
+static struct dsp_layer layer; /* below */
 static void fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
@@ -133,14 +131,45 @@ static void fork_child(void) {
     registered_bytes = 0;
     closing = 0;
     napp = 0;
-    if (atomic_load(&mode) == 1) atomic_store(&mode, 2);
+    if (atomic_load(&layer.mode) == DSP_LAYER_SERVING) dsp_layer_pass(&layer);
 }
 static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
-#define RESOLVE(field, name)                                                                       \
-    __atomic_store_n(&real.field, (__typeof__(real.field))dsp_sym_next(name, "libcufile.so"),      \
-                     __ATOMIC_RELAXED)
+static int start(void) {
+    atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
+                          memory_order_relaxed);
+    return 1;
+}
 
+#define SYM(field, name, required)                                                                 \
+    { name, (void **)&real.field, required }
+static const struct dsp_sym syms[] = {
+    SYM(DriverOpen, "cuFileDriverOpen", 0),
+    SYM(DriverClose, "cuFileDriverClose", 0),
+    SYM(DriverClose_v2, "cuFileDriverClose_v2", 0),
+    {"cuFileUseCount", (void **)&real_use_count, 0},
+    SYM(HandleRegister, "cuFileHandleRegister", 1),
+    SYM(HandleDeregister, "cuFileHandleDeregister", 1),
+    SYM(BufRegister, "cuFileBufRegister", 1),
+    SYM(BufDeregister, "cuFileBufDeregister", 1),
+    SYM(Read, "cuFileRead", 1),
+    SYM(Write, "cuFileWrite", 1),
+    {NULL, NULL, 0},
+};
+/* The one resolver (src/symbols.h): serving, or passing through for good
+ * (DSP_CUFILE=off, or a forked child). */
+static struct dsp_layer layer = {
+    .lib = "libcufile.so",
+    .syms = syms,
+    .off_option = DSP_OPT_CUFILE,
+    .off_value = DSP_CUFILE_OFF,
+    .fork_slot = DSP_FORK_CUFILE,
+    .fork = &fork_ops,
+    .start = start,
+};
+
+/* libcuda's cuPointerGetAttributes, looked up again until found: libcuda may
+ * be loaded after libcufile. */
 static void resolve_attrs(void) {
     if (!__atomic_load_n(&real_attrs, __ATOMIC_ACQUIRE))
         __atomic_store_n(
@@ -149,40 +178,15 @@ static void resolve_attrs(void) {
             __ATOMIC_RELEASE);
 }
 
-static int resolve_slow(void) {
-    RESOLVE(DriverOpen, "cuFileDriverOpen");
-    RESOLVE(DriverClose, "cuFileDriverClose");
-    RESOLVE(DriverClose_v2, "cuFileDriverClose_v2");
-    __atomic_store_n(&real_use_count,
-                     (__typeof__(real_use_count))dsp_sym_next("cuFileUseCount", "libcufile.so"),
-                     __ATOMIC_RELEASE);
-    RESOLVE(HandleRegister, "cuFileHandleRegister");
-    RESOLVE(HandleDeregister, "cuFileHandleDeregister");
-    RESOLVE(BufRegister, "cuFileBufRegister");
-    RESOLVE(BufDeregister, "cuFileBufDeregister");
-    RESOLVE(Read, "cuFileRead");
-    RESOLVE(Write, "cuFileWrite");
-    resolve_attrs();
-    if (!dsp_ensure_init()) return 0; /* re-entered from init: ask again next time */
-    /* Before serving: until then no thread takes mu. */
-    dsp_fork_register(DSP_FORK_CUFILE, &fork_ops);
-    if (!real.Read || !real.Write || !real.BufRegister || !real.BufDeregister ||
-        !real.HandleRegister || !real.HandleDeregister)
-        return 0; /* no libcufile loaded yet: not settled, retry at the next call */
-    atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
-                          memory_order_relaxed);
-    int m = dsp_opt(DSP_OPT_CUFILE) == DSP_CUFILE_OFF ? 2 : 1;
-    int expected = 0;
-    atomic_compare_exchange_strong(&mode, &expected, m);
-    return atomic_load(&mode);
-}
-
 /* Every hook starts here: 1 to do the layer's work, 0 to pass the call
  * through (re-entered from the real library, DSP_CUFILE=off, forked child). */
 static inline int serving(void) {
     if (inside) return 0;
-    int m = atomic_load_explicit(&mode, memory_order_acquire);
-    return DSP_LIKELY(m == 1) || (m == 0 && resolve_slow() == 1);
+    int m = atomic_load_explicit(&layer.mode, memory_order_acquire);
+    if (DSP_LIKELY(m == DSP_LAYER_SERVING)) return 1;
+    if (m != DSP_LAYER_UNRESOLVED) return 0;
+    resolve_attrs();
+    return dsp_layer_resolve(&layer) == DSP_LAYER_SERVING;
 }
 
 /* A process with no libcufile loaded that calls a hook (a probe through
@@ -567,7 +571,7 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
         return r;
     }
 pass:
-    if (!inside && atomic_load_explicit(&mode, memory_order_relaxed) == 1)
+    if (!inside && atomic_load_explicit(&layer.mode, memory_order_relaxed) == DSP_LAYER_SERVING)
         dsp_stat_add(DSP_ST_cufile_passthrough, 1);
     if (!(wr ? HAVE(Write, "cuFileWrite") : HAVE(Read, "cuFileRead")))
         return -CU_FILE_DRIVER_NOT_INITIALIZED;

@@ -1,6 +1,7 @@
 #!/bin/sh
-# The library exports the dsp_ API and the hooks, nothing else. dsp_, CUDA,
-# cuFile and malloc-family symbols are unversioned (a version node of our own
+# The library exports the dsp_ API and the hooks, nothing else. dsp_, CUDA
+# (runtime and driver), cuFile, dlsym/dlvsym and malloc-family symbols are
+# unversioned (a version node of our own
 # would stop interposition); the libaio hooks carry exactly libaio's versions,
 # the 0.1 forms included (docs/internals.md, "Symbol versions and
 # interposition").
@@ -9,13 +10,17 @@ syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^$")
 mallocs='malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size'
 # The program's own memory calls (preload/memcalls.c), unversioned like malloc.
 memcalls='mlockall mlock mlock2 munlock munlockall mprotect madvise'
-bad=$(echo "$syms" | grep -v "^dsp_" | grep -v "^cuda" | grep -v "^cuFile" | grep -v "^LIBAIO_0\.[145]$" |
-  grep -vxE "$(echo $mallocs $memcalls | tr ' ' '|')" |
+# The lookups that hand out the hooks (preload/dlsym.c).
+lookups='dlsym dlvsym'
+bad=$(echo "$syms" | grep -v "^dsp_" | grep -v "^cu" | grep -v "^LIBAIO_0\.[145]$" |
+  grep -vxE "$(echo $mallocs $memcalls $lookups | tr ' ' '|')" |
   grep -v -x -e 'io_submit@@LIBAIO_0.1' -e 'io_getevents@@LIBAIO_0.4' -e 'io_getevents@LIBAIO_0.1' \
     -e 'io_cancel@@LIBAIO_0.4' -e 'io_cancel@LIBAIO_0.1' -e 'io_destroy@@LIBAIO_0.4' \
     -e 'io_pgetevents@@LIBAIO_0.5')
 if [ -n "$bad" ]; then echo "unexpected exports: $bad"; exit 1; fi
-for sym in $mallocs $memcalls cudaHostAlloc cudaFreeHost cudaPointerGetAttributes \
+for sym in $mallocs $memcalls $lookups cudaHostAlloc cudaFreeHost cudaPointerGetAttributes \
+    cudaGetDriverEntryPoint cuMemHostAlloc cuMemAllocHost cuMemAllocHost_v2 cuMemFreeHost \
+    cuMemHostRegister cuMemHostRegister_v2 cuMemHostUnregister cuGetProcAddress_v2 \
     cuFileRead cuFileWrite cuFileBufRegister cuFileBufDeregister cuFileHandleRegister \
     cuFileHandleDeregister cuFileDriverOpen cuFileDriverClose cuFileDriverClose_v2 \
     dsp_alloc dsp_free dsp_is_pinned dsp_stats_json dsp_trim dsp_version \
@@ -23,6 +28,6 @@ for sym in $mallocs $memcalls cudaHostAlloc cudaFreeHost cudaPointerGetAttribute
     io_destroy@@LIBAIO_0.4 io_pgetevents@@LIBAIO_0.5; do
   echo "$syms" | grep -q -x "$sym" || { echo "missing or wrongly versioned export: $sym"; exit 1; }
 done
-if objdump -T "$lib" | grep -E ' (dsp_|cuda|cuFile)' | grep -v 'Base'; then echo "versioned dsp_/cuda/cuFile symbols"; exit 1; fi
+if objdump -T "$lib" | grep -E ' (dsp_|cu|dlv?sym$)' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned dsp_/CUDA/cuFile/dlsym symbols"; exit 1; fi
 if objdump -T "$lib" | grep -E ' (malloc|free|calloc|realloc|mlockall|mlock|mlock2|munlock|munlockall|mprotect|madvise)$' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned malloc family or memory calls"; exit 1; fi
 echo "exports ok"

@@ -1,0 +1,60 @@
+/* A KvikIO-style client (issue 15): libcufile.so.0 opened with dlopen
+ * RTLD_LOCAL and every function looked up with dlsym on that handle, which
+ * symbol interposition never sees. The lookups give the shim's hooks, so a
+ * read into pinned host memory is served straight (nothing staged by cuFile,
+ * the real cuFileRead not called). With "off" (DSP_CUFILE=off): the lookups
+ * give the library's own functions and cuFile does the work. */
+#include "cufile_test.h"
+
+#include <dlfcn.h>
+
+#define MiB (1u << 20)
+
+static void *must(void *h, const char *name) {
+    void *f = dlsym(h, name);
+    CHECK(f, "dlsym(%s): %s", name, dlerror());
+    return f;
+}
+
+int main(int argc, char **argv) {
+    int off = argc > 1 && !strcmp(argv[1], "off");
+    void *h = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    CHECK(h, "dlopen: %s", dlerror());
+    CHECK(!dlsym(RTLD_DEFAULT, "fakecufile_count"), "loaded RTLD_LOCAL");
+    CUfileError_t (*open_driver)(void) = (CUfileError_t(*)(void))must(h, "cuFileDriverOpen");
+    CUfileError_t (*close_driver)(void) = (CUfileError_t(*)(void))must(h, "cuFileDriverClose");
+    CUfileError_t (*handle_register)(CUfileHandle_t *, CUfileDescr_t *) =
+        (CUfileError_t(*)(CUfileHandle_t *, CUfileDescr_t *))must(h, "cuFileHandleRegister");
+    void (*handle_deregister)(CUfileHandle_t) =
+        (void (*)(CUfileHandle_t))must(h, "cuFileHandleDeregister");
+    ssize_t (*file_read)(CUfileHandle_t, void *, size_t, off_t, off_t) =
+        (ssize_t(*)(CUfileHandle_t, void *, size_t, off_t, off_t))must(h, "cuFileRead");
+    int (*count)(const char *) = (int (*)(const char *))must(h, "fakecufile_count");
+    long long (*staged)(void) = (long long (*)(void))must(h, "fakecufile_staged");
+
+    CHECK((file_read == (void *)dlsym(RTLD_DEFAULT, "cuFileRead")) == !off,
+          "the shim's hook, or with off the library's own function");
+    CHECK(open_driver().err == CU_FILE_SUCCESS);
+    size_t n = 4 * MiB;
+    int wfd = make_file("/tmp", n, 3);
+    CUfileDescr_t d;
+    memset(&d, 0, sizeof d);
+    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    d.handle.fd = wfd;
+    CUfileHandle_t fh = NULL;
+    CHECK(handle_register(&fh, &d).err == CU_FILE_SUCCESS && fh);
+    char *buf = pinned(n);
+    CHECK(file_read(fh, buf, n, 0, 0) == (ssize_t)n);
+    CHECK(same(buf, n, 0, 3), "the data");
+    if (off) {
+        CHECK(count("cuFileRead") == 1 && stat_of("cufile_direct_host") == 0);
+    } else {
+        CHECK(count("cuFileRead") == 0, "the real cuFileRead was not called");
+        CHECK(staged() == 0, "nothing staged by cuFile");
+        CHECK(stat_of("cufile_direct_host") == 1 && stat_of("dlsym_hooked") >= 5);
+    }
+    handle_deregister(fh);
+    CHECK(close_driver().err == CU_FILE_SUCCESS);
+    close(wfd);
+    PASS();
+}
