@@ -125,6 +125,8 @@ int fakecuda_count(const char *name) {
 #define FIELD(f, name, args) CUresult(*f) args;
 static struct driver {
     DRIVER(FIELD)
+    /* The way to the driver, kept for cudaGetDriverEntryPoint. */
+    CUresult (*GetProcAddress_v2)(const char *, void **, int, unsigned long long, int *);
     /* The double's test controls, by dlsym on the handle. */
     int (*kind)(const void *);
     int (*foll_pinned)(const void *);
@@ -168,6 +170,7 @@ static void load(void) {
                 h ? "no cuGetProcAddress_v2" : dlerror());
         return;
     }
+    drv.GetProcAddress_v2 = gpa;
     int missing = 0, status;
 #define FETCH(f, name, args)                                                                       \
     missing |= gpa(name, (void **)&drv.f, FAKECUDA_VERSION, 0, &status) != CUDA_SUCCESS;
@@ -413,4 +416,28 @@ int cudaGetLastError(void) {
 
 int cudaPeekAtLastError(void) {
     return last_error;
+}
+
+/* --- the driver's entry points ------------------------------------------- */
+
+/* As the runtime answers them (CUDA 12's forms): through the driver's
+ * cuGetProcAddress_v2, the one it got from dlsym on libcuda's handle, at the
+ * runtime's own version or the caller's. cudaErrorSymbolNotFound (500) when
+ * the driver has no such function. */
+static int entry_point(const char *symbol, void **fn, int version, unsigned long long flags,
+                       int *status) {
+    pthread_once(&once, load);
+    if (!drv.GetProcAddress_v2) return ret(NO_DRIVER);
+    int st = 0;
+    CUresult rc = drv.GetProcAddress_v2(symbol, fn, version, flags, status ? status : &st);
+    return ret(rc == CUDA_SUCCESS ? 0 : rc == 1 ? 1 : 500);
+}
+
+int cudaGetDriverEntryPoint(const char *symbol, void **fn, unsigned long long flags, int *status) {
+    return entry_point(symbol, fn, FAKECUDA_VERSION, flags, status);
+}
+
+int cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned version,
+                                     unsigned long long flags, int *status) {
+    return entry_point(symbol, fn, (int)version, flags, status);
 }
