@@ -10,7 +10,7 @@
  * (dlsym: preload/dlsym.c; cuGetProcAddress, below), choosing the version of
  * each function the caller asked for (HAMi-core issue 57: the newest _vN
  * handed to an older caller reads arguments it never passed). docs/cuda.md,
- * "Driver API", has the table. */
+ * "The driver API", has the table. */
 #include "cuda_driver.h"
 
 #include "config.h"

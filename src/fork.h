@@ -13,7 +13,7 @@ enum dsp_fork_slot {
     DSP_FORK_BOUNCE,   /* mu (io/bounce.c) */
     DSP_FORK_MANAGER,  /* the manager's mu (src/init.c) */
     DSP_FORK_REGISTRY, /* wmutex (src/registry.c) */
-    DSP_FORK_CUDA,     /* ondemand_mu (preload/cuda_runtime.c) */
+    DSP_FORK_CUDA,     /* ondemand_mu (preload/cuda_core.c) */
     DSP_FORK_VREG,     /* mu (preload/cuda_vreg.c) */
     DSP_FORK_CUFILE,   /* mu (io/cufile.c) */
     DSP_FORK_SLOTS
