@@ -31,9 +31,13 @@ DSP_TLS int dsp_cuda_out;
  * for; a flags question still answers what each owner asked. */
 #define REGISTER_FLAGS (DSP_CU_PORTABLE | DSP_CU_MAPPED)
 
-/* The layers that started, to pick one for the manager's hooks and to stop
- * them all in a forked child. */
+/* The layers that started, by slot (cuda_core.h): to pick one for the
+ * manager's hooks, the runtime first (its calls make the primary context
+ * current on any thread, the driver's need one current), and to stop them
+ * all in a forked child. */
 static const struct dsp_cuda_api *_Atomic apis[2];
+/* Set in a forked child of a process whose CUDA layers started. */
+static _Atomic int forked;
 
 /* Registering a block on demand: the driver is called with no lock of ours
  * held (docs/design.md, "Locks"). ondemand_mu guards only `pending`, the
@@ -68,6 +72,9 @@ static void fork_child(void) {
         int serving_mode = DSP_LAYER_SERVING;
         if (a) atomic_compare_exchange_strong(&a->layer->mode, &serving_mode, DSP_LAYER_PASS);
     }
+    /* Nor does a layer that had not started yet start here: a driver-only
+     * parent (JAX) must not leave its child's runtime calls to be served. */
+    atomic_store(&forked, 1);
 }
 static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
@@ -78,18 +85,18 @@ static size_t layer_trim(void);
 static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, layer_over_limit,
                                                layer_trim};
 
-int dsp_cuda_start(const struct dsp_cuda_api *api) {
+int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
+    if (atomic_load(&forked)) return 0;
     /* Before serving: until then no thread takes ondemand_mu or cuda_vreg's mu. */
     dsp_fork_register(DSP_FORK_CUDA, &fork_ops);
     dsp_vreg_init();
-    const struct dsp_cuda_api *none = NULL;
-    for (int i = 0; i < 2; i++)
-        if (atomic_load(&apis[i]) == api || atomic_compare_exchange_strong(&apis[i], &none, api))
-            break;
-        else
-            none = NULL;
+    atomic_store(&apis[slot], api);
     dsp_set_layer(&layer_ops);
     return 1;
+}
+
+static int ready(const struct dsp_cuda_api *a) {
+    return !a->ready || a->ready();
 }
 
 static int serving(const struct dsp_cuda_api *a) {
@@ -165,6 +172,9 @@ static int device_idle(const struct dsp_cuda_api *a) {
 static size_t evict(const struct dsp_cuda_api *a, int all) {
     struct dsp_evicted e[16];
     size_t n, total = 0;
+    if (!ready(a))
+        return 0; /* no driver call can succeed here: the pool stays (regression:
+                     cuda_driver_trim_without_context) */
     while ((n = dsp_cuda_evict(all, e, 16)) > 0) {
         int unsynced = 0;
         for (size_t i = 0; i < n; i++) unsynced |= e[i].unsynced;
@@ -223,8 +233,8 @@ static size_t layer_trim(void) {
 
 int dsp_cuda_alloc(const struct dsp_cuda_api *a, void **p, size_t size, unsigned flags) {
     if (dsp_cuda_out || !serving(a) || !p || !size ||
-        (flags & ~(unsigned)(DSP_CU_PORTABLE | DSP_CU_MAPPED)))
-        return DSP_CUDA_REAL;
+        (flags & ~(unsigned)(DSP_CU_PORTABLE | DSP_CU_MAPPED)) || !ready(a))
+        return DSP_CUDA_REAL; /* no context (driver API): the driver's own answer, 201 */
     struct dsp_block b;
     unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED | DSP_BLK_USER(SERVED | flags);
     /* Over budget, the registered pool gives way first (cuda_budget_evict). */

@@ -35,6 +35,11 @@ struct dsp_cuda_api {
     int (*exchange_mode)(int *mode); /* the thread's capture mode; NULL when absent */
     /* After a failed call of ours: the runtime clears the last error it left. */
     void (*forget)(void);
+    /* 1 when a driver call can succeed on this thread now (the driver API:
+     * a context is current); NULL: always. Without it the shim neither pins
+     * a new block (its registration would fail, 201) nor evicts (an
+     * unregister would fail, and the span be kept out of use for good). */
+    int (*ready)(void);
     int no_driver_a, no_driver_b; /* codes meaning no usable driver or device */
 };
 
@@ -54,8 +59,12 @@ extern DSP_TLS int dsp_cuda_out;
     })
 
 /* A layer's start hook (struct dsp_layer): the core's locks, fork handlers
- * and manager hooks, once, whichever layer starts first. Returns 1. */
-int dsp_cuda_start(const struct dsp_cuda_api *api);
+ * and manager hooks, once, whichever layer starts first. Returns 1, or 0 in
+ * a forked child of a process that used CUDA (CUDA does not survive fork:
+ * no layer starts serving there). slot: DSP_CUDA_RUNTIME or DSP_CUDA_DRIVER,
+ * the order in which the manager's hooks pick a serving API. */
+enum { DSP_CUDA_RUNTIME = 0, DSP_CUDA_DRIVER = 1 };
+int dsp_cuda_start(const struct dsp_cuda_api *api, int slot);
 
 /* The hooks' bodies. Each returns the code to return, or DSP_CUDA_REAL when
  * the caller must call the real function with the program's arguments. */

@@ -44,6 +44,7 @@ static struct {
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
     CUresult (*CtxSynchronize)(void);
+    CUresult (*CtxGetCurrent)(void **);
     CUresult (*ThreadExchangeStreamCaptureMode)(int *);
     CUresult (*GetProcAddress)(const char *, void **, int, unsigned long long);
     CUresult (*GetProcAddress_v2)(const char *, void **, int, unsigned long long, int *);
@@ -65,6 +66,7 @@ static const struct dsp_sym syms[] = {
     SYM(PointerGetAttribute, 0),
     SYM(PointerGetAttributes, 0),
     SYM(CtxSynchronize, 1),
+    SYM(CtxGetCurrent, 0),
     SYM(ThreadExchangeStreamCaptureMode, 0),
     SYM(GetProcAddress, 0),
     SYM(GetProcAddress_v2, 0),
@@ -83,7 +85,7 @@ static struct dsp_layer layer = {
 /* A hook found with dlsym(RTLD_DEFAULT) in a process with no libcuda loaded. */
 static CUresult missing(const char *name) {
     dsp_once(DSP_LOG_ERROR,
-             "%s called but no libcuda with it is loaded; returning CUDA_ERROR_NOT_INITIALIZED",
+             "%s called but no loaded libcuda defines it; returning CUDA_ERROR_NOT_INITIALIZED",
              name);
     return CUDA_ERROR_NOT_INITIALIZED;
 }
@@ -107,6 +109,11 @@ static int do_sync(void) {
 static int do_exchange(int *mode) {
     return CALL_REAL(ThreadExchangeStreamCaptureMode, mode);
 }
+/* A context current on this thread (the driver API has no implicit one). */
+static int do_ready(void) {
+    void *ctx = NULL;
+    return CALL_REAL(CtxGetCurrent, &ctx) == 0 && ctx;
+}
 
 static struct dsp_cuda_api api = {
     .layer = &layer,
@@ -120,7 +127,8 @@ static struct dsp_cuda_api api = {
 
 static int start(void) {
     if (real.ThreadExchangeStreamCaptureMode) api.exchange_mode = do_exchange;
-    return dsp_cuda_start(&api);
+    if (real.CtxGetCurrent) api.ready = do_ready;
+    return dsp_cuda_start(&api, DSP_CUDA_DRIVER);
 }
 
 static CUresult alloc(void **pp, size_t size, unsigned flags) {
@@ -244,8 +252,10 @@ void *dsp_cu_proc_hook(const char *symbol, void *fn, int cudaVersion) {
         hook = p->hook_new;
     else if (fn == __atomic_load_n(p->real_old, __ATOMIC_ACQUIRE))
         hook = p->hook_old;
+    else if (cudaVersion < 0) /* an address of the driver's own, and no version to go by */
+        return fn;
     else /* an address of the driver's own: its version by the caller's */
-        hook = cudaVersion < 0 || cudaVersion >= p->since ? p->hook_new : p->hook_old;
+        hook = cudaVersion >= p->since ? p->hook_new : p->hook_old;
     dsp_stat_add(DSP_ST_cuda_proc_hooked, 1);
     return hook;
 }

@@ -65,7 +65,7 @@ static struct dsp_layer layer = {
 
 static cudaError_t missing(const char *name) {
     dsp_once(DSP_LOG_ERROR,
-             "%s called but no libcudart with it is loaded; returning "
+             "%s called but no loaded libcudart defines it; returning "
              "cudaErrorInsufficientDriver",
              name);
     return cudaErrorInsufficientDriver;
@@ -105,7 +105,7 @@ static struct dsp_cuda_api api = {
 
 static int start(void) {
     if (real.ExchangeCaptureMode) api.exchange_mode = do_exchange;
-    return dsp_cuda_start(&api);
+    return dsp_cuda_start(&api, DSP_CUDA_RUNTIME);
 }
 
 static cudaError_t alloc(void **p, size_t size, unsigned flags) {

@@ -66,6 +66,7 @@
 #define ENTRY_POINT(name, ptr, handle)                                                             \
     ".globl " #name "\n"                                                                           \
     ".type " #name ", %function\n" #name ":\n"                                                     \
+    "  hint #34\n" /* bti c: reached by an indirect branch (PLT, pointer) */                       \
     "  cbz x0, 1f\n"                                                                               \
     "  cmn x0, #1\n"                                                                               \
     "  b.eq 1f\n"                                                                                  \
@@ -95,8 +96,8 @@
 #else
 #error "preload/dlsym.c: no entry points for this architecture (x86_64 and aarch64 only)"
 #endif
-__asm__(".text\n" ENTRY_POINT(dlsym, dsp_glibc_dlsym_ptr, dsp_dlsym_handle)
-            ENTRY_POINT(dlvsym, dsp_glibc_dlvsym_ptr, dsp_dlvsym_handle));
+__asm__(".pushsection .text\n" ENTRY_POINT(dlsym, dsp_glibc_dlsym_ptr, dsp_dlsym_handle)
+            ENTRY_POINT(dlvsym, dsp_glibc_dlvsym_ptr, dsp_dlvsym_handle) ".popsection\n");
 
 /* Addresses only: the hooks are defined by their layers with their own types. */
 #define HOOK(name) void name(void);
@@ -141,7 +142,8 @@ struct hooked {
     void (*hook)(void);
 };
 /* Sorted by strcmp (bsearch): capitals first, so cuFile*, cuG*, cuM*, cuP*,
- * then cuda*. cuda_dlsym_handles looks up every one of them on the doubles. */
+ * then cuda*. cuda_driver_dlsym, cuda_driver_cross_api and cufile_kvikio_dlsym
+ * look up every one of them on the doubles. */
 #define ENTRY(name) {#name, name},
 static const struct hooked table[] = {HOOKS(ENTRY)};
 #define NTABLE (sizeof table / sizeof table[0])

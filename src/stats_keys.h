@@ -36,17 +36,20 @@ DSP_STAT(cuda_proc_hooked, COUNTER,
          "answered with the shim's hook")
 DSP_STAT(dlsym_hooked, COUNTER,
          "dlsym/dlvsym lookups on a CUDA or cuFile library answered with the shim's hook")
-DSP_STAT(cuda_free_pooled, COUNTER, "cudaFreeHost calls that returned a block to the pool")
+DSP_STAT(cuda_free_pooled, COUNTER,
+         "cudaFreeHost/cuMemFreeHost calls that returned a block to the pool")
 DSP_STAT(cuda_register_inside_block, COUNTER,
-         "cudaHostRegister calls answered inside a registered block")
+         "cudaHostRegister/cuMemHostRegister calls answered inside a registered block")
 DSP_STAT(cuda_register_external, COUNTER,
-         "cudaHostRegister calls passed to the driver and recorded as pinned")
+         "cudaHostRegister/cuMemHostRegister calls passed to the driver and recorded as pinned")
 DSP_STAT(cuda_registrations, COUNTER, "blocks the shim registered with the driver")
 DSP_STAT(cuda_unregistrations, COUNTER,
          "pooled blocks the shim unregistered before giving them back")
-DSP_STAT(cuda_syncs, COUNTER,
-         "device waits: in cudaFreeHost (the real one waits too), and before reusing or giving "
-         "back a registered block freed with none")
+DSP_STAT(
+    cuda_syncs, COUNTER,
+    "device waits: in cudaFreeHost/cuMemFreeHost (the real ones wait too), and before reusing or "
+    "giving "
+    "back a registered block freed with none")
 DSP_STAT(cufile_direct_host, COUNTER,
          "cuFileRead/cuFileWrite calls into pinned host memory done by the shim, without cuFile's "
          "staging")

@@ -8,6 +8,7 @@
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 /* glibc's dlsym and dlvsym, by address. No symbol lookup can name them: an
  * unversioned definition satisfies a versioned reference (that is how the
@@ -15,12 +16,30 @@
  * even `dlsym@GLIBC_2.2.5` binds to the shim's own dlsym hook, and
  * dlvsym(RTLD_NEXT, "dlsym", ...) would go through the shim's dlvsym hook.
  * So they are read from the C library's own dynamic symbol table (libc.so.6,
- * or libdl.so.2 before glibc 2.34), found with dl_iterate_phdr, which needs
- * neither dlsym nor an allocation. The dlsym hook's entry points
- * (preload/dlsym.c) jump through these two pointers. */
-void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
+ * or libdl.so.2 before glibc 2.34). The dlsym hook's entry points
+ * (preload/dlsym.c) jump through these two pointers.
+ *
+ * This runs at the first dlsym of the process, which a sanitizer runtime
+ * makes from its own initialisation, before any constructor and before its
+ * interceptors work: so the code below calls nothing (the loader's list of
+ * objects is read from _r_debug, not with dl_iterate_phdr, which TSan
+ * intercepts; strings are compared by hand, since the sanitizers intercept
+ * strcmp) and is not instrumented. */
+__attribute__((used)) void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
 
-static uint32_t gnu_hash(const char *s) {
+#define NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+
+NO_SANITIZE static int same_str(const char *a, const char *b) {
+    while (*a && *a == *b) a++, b++;
+    return *a == *b;
+}
+
+NO_SANITIZE static int has_prefix(const char *s, const char *prefix) {
+    while (*prefix && *s == *prefix) s++, prefix++;
+    return !*prefix;
+}
+
+NO_SANITIZE static uint32_t gnu_hash(const char *s) {
     uint32_t h = 5381;
     for (; *s; s++) h = h * 33 + (unsigned char)*s;
     return h;
@@ -32,15 +51,16 @@ struct elf_tables {
     const uint32_t *gnu_hash, *sysv_hash;
 };
 
-static const ElfW(Sym) * defined(const struct elf_tables *t, uint32_t i, const char *name) {
+NO_SANITIZE static const ElfW(Sym) *
+    defined(const struct elf_tables *t, uint32_t i, const char *name) {
     const ElfW(Sym) *s = &t->symtab[i];
     if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC) return NULL;
-    return strcmp(t->strtab + s->st_name, name) == 0 ? s : NULL;
+    return same_str(t->strtab + s->st_name, name) ? s : NULL;
 }
 
 /* The definition of name in one object's tables (any version: glibc's
  * versions of dlsym are one function), or NULL. */
-static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, const char *name) {
+NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, const char *name) {
     if (t->gnu_hash) {
         const uint32_t *ht = t->gnu_hash;
         uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
@@ -48,13 +68,14 @@ static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, const char *name
         const uint32_t *chain = buckets + nbuckets;
         uint32_t h = gnu_hash(name);
         if (!nbuckets) return NULL;
-        for (uint32_t i = buckets[h % nbuckets]; i >= symoffset; i++) {
+        uint32_t i = buckets[h % nbuckets];
+        if (i == 0 || i < symoffset) return NULL; /* an empty bucket */
+        for (;; i++) {
             uint32_t h2 = chain[i - symoffset];
             const ElfW(Sym) *s = (h | 1) == (h2 | 1) ? defined(t, i, name) : NULL;
             if (s) return s;
-            if (h2 & 1) break;
+            if (h2 & 1) return NULL; /* the end of the bucket's chain */
         }
-        return NULL;
     }
     if (t->sysv_hash) { /* nchain is the number of symbols */
         for (uint32_t i = 0; i < t->sysv_hash[1]; i++) {
@@ -65,40 +86,40 @@ static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, const char *name
     return NULL;
 }
 
-static int find_glibc(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size, (void)arg;
-    const char *path = info->dlpi_name, *base;
-    if (!path || !*path) return 0;
-    base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (strncmp(base, "libc.so.", 8) != 0 && strncmp(base, "libdl.so.", 9) != 0) return 0;
+NO_SANITIZE static int find_in(const struct link_map *l) {
+    const char *base = l->l_name;
+    for (const char *p = l->l_name; p && *p; p++)
+        if (*p == '/') base = p + 1;
+    if (!base || (!has_prefix(base, "libc.so.") && !has_prefix(base, "libdl.so."))) return 0;
     struct elf_tables t = {0};
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
-        for (const ElfW(Dyn) *d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-             d->d_tag != DT_NULL; d++) {
-            /* The loader relocates these in place where the dynamic section
-             * is writable; elsewhere they are still offsets. */
-            ElfW(Addr) a =
-                d->d_un.d_ptr < info->dlpi_addr ? info->dlpi_addr + d->d_un.d_ptr : d->d_un.d_ptr;
-            if (d->d_tag == DT_SYMTAB) t.symtab = (const void *)a;
-            if (d->d_tag == DT_STRTAB) t.strtab = (const void *)a;
-            if (d->d_tag == DT_GNU_HASH) t.gnu_hash = (const void *)a;
-            if (d->d_tag == DT_HASH) t.sysv_hash = (const void *)a;
-        }
+    for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
+        /* The loader relocates these in place where the dynamic section is
+         * writable; elsewhere they are still offsets. */
+        ElfW(Addr) a = d->d_un.d_ptr < l->l_addr ? l->l_addr + d->d_un.d_ptr : d->d_un.d_ptr;
+        if (d->d_tag == DT_SYMTAB) t.symtab = (const void *)a;
+        if (d->d_tag == DT_STRTAB) t.strtab = (const void *)a;
+        if (d->d_tag == DT_GNU_HASH) t.gnu_hash = (const void *)a;
+        if (d->d_tag == DT_HASH) t.sysv_hash = (const void *)a;
     }
     if (!t.symtab || !t.strtab) return 0;
     const ElfW(Sym) *s = elf_lookup(&t, "dlsym"), *v = elf_lookup(&t, "dlvsym");
     if (!s || !v) return 0; /* libc.so.6 before 2.34 has neither: libdl.so.2 comes */
-    __atomic_store_n(&dsp_glibc_dlvsym_ptr, (void *)(info->dlpi_addr + v->st_value),
-                     __ATOMIC_RELEASE);
-    __atomic_store_n(&dsp_glibc_dlsym_ptr, (void *)(info->dlpi_addr + s->st_value),
-                     __ATOMIC_RELEASE);
+    __atomic_store_n(&dsp_glibc_dlvsym_ptr, (void *)(l->l_addr + v->st_value), __ATOMIC_RELEASE);
+    __atomic_store_n(&dsp_glibc_dlsym_ptr, (void *)(l->l_addr + s->st_value), __ATOMIC_RELEASE);
     return 1;
 }
 
-void dsp_glibc_resolve(void) {
-    if (!__atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE)) dl_iterate_phdr(find_glibc, NULL);
+/* The C library is loaded before the program runs and never unloaded: the
+ * list is walked from its head, where the loader put it, and the walk stops
+ * there (objects dlopen'ed later come after it). */
+NO_SANITIZE void dsp_glibc_resolve(void) {
+    if (__atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE)) return;
+    for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
+        if (find_in(l)) return;
+    static const char msg[] = "dspreload: error: glibc's dlsym not found in the C library: "
+                              "every dlsym returns NULL\n";
+    ssize_t w = write(2, msg, sizeof msg - 1); /* nothing else works yet */
+    (void)w;
 }
 
 static void *glibc_dlsym(void *h, const char *name) {
@@ -174,9 +195,12 @@ const char *dsp_sym_object(const void *p) {
 int dsp_layer_resolve(struct dsp_layer *l) {
     int found_all = 1;
     for (const struct dsp_sym *s = l->syms; s->name; s++) {
-        void *fn = dsp_sym_next(s->name, l->lib);
-        __atomic_store_n(s->slot, fn, __ATOMIC_RELEASE);
-        if (!fn && s->required) found_all = 0;
+        /* Found ones only: a thread that looked before the library was
+         * loaded must not undo another's finding, which may be serving. */
+        void *fn = dsp_sym_next(s->name, l->lib), *none = NULL;
+        if (fn)
+            __atomic_compare_exchange_n(s->slot, &none, fn, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+        if (!__atomic_load_n(s->slot, __ATOMIC_ACQUIRE) && s->required) found_all = 0;
     }
     if (!dsp_ensure_init()) return DSP_LAYER_UNRESOLVED; /* re-entered from init: next time */
     /* Before serving: until then no thread takes the layer's locks. */

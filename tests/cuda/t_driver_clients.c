@@ -10,6 +10,7 @@
  * The program is not linked against libcuda unless linked. */
 #include "cuda_test.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -47,6 +48,15 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
 CUresult cuPointerGetAttribute(void *, int, CUdeviceptr);
 int fakecu_count(const char *);
 int fakecu_kind(const void *);
+
+/* dsp_trim on a thread with no context current: the driver API cannot
+ * unregister there, so nothing is given back and nothing is lost (regression:
+ * cuda_driver_trim_without_context, where the spans were kept out of use for
+ * good). */
+static void *trim_elsewhere(void *out) {
+    *(size_t *)out = ((size_t(*)(void))shim("dsp_trim"))();
+    return NULL;
+}
 
 static void linked(void) {
 #ifdef LINKED
@@ -93,6 +103,24 @@ static void by_dlsym(void) {
     CHECK(stat_of("dlsym_hooked") >= 8, "%lld", stat_of("dlsym_hooked"));
     /* Not served: the library's own. */
     CHECK(dlsym(h, "cuInit") != dlsym(RTLD_DEFAULT, "cuInit"));
+    /* Every served driver name (the hook's table is searched by bsearch: a
+     * name out of order would be missed). */
+    static const char *const served[] = {"cuGetProcAddress",
+                                         "cuGetProcAddress_v2",
+                                         "cuMemAllocHost",
+                                         "cuMemAllocHost_v2",
+                                         "cuMemFreeHost",
+                                         "cuMemHostAlloc",
+                                         "cuMemHostGetDevicePointer",
+                                         "cuMemHostGetDevicePointer_v2",
+                                         "cuMemHostGetFlags",
+                                         "cuMemHostRegister",
+                                         "cuMemHostRegister_v2",
+                                         "cuMemHostUnregister",
+                                         "cuPointerGetAttribute",
+                                         "cuPointerGetAttributes"};
+    for (size_t i = 0; i < sizeof served / sizeof *served; i++)
+        CHECK(dlsym(h, served[i]) == shim(served[i]), "%s", served[i]);
 }
 
 static CUresult (*proc)(const char *, void **, int, unsigned long long, int *);
@@ -199,5 +227,15 @@ int main(int argc, char **argv) {
     CHECK(cu.MemHostGetDevicePointer(&d, p, 0) == 0 && d == (uintptr_t)p);
     CHECK(cu.MemFreeHost(p) == 0);
     CHECK(cu.MemFreeHost(p) == 1, "a double free: the driver's 1");
+
+    /* Trimming needs a context: elsewhere nothing happens, here everything. */
+    size_t elsewhere = 1;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, trim_elsewhere, &elsewhere) == 0 && pthread_join(t, NULL) == 0);
+    CHECK(elsewhere == 0 && kind(first) == 2, "no context: the pool stays, registered");
+    CHECK(stat_of("cuda_unregistrations") == 0);
+    size_t trimmed = ((size_t(*)(void))shim("dsp_trim"))();
+    CHECK(trimmed >= n && kind(first) == 0, "with the context: given back (%zu)", trimmed);
+    CHECK(stat_of("pinned_bytes") == 0, "nothing kept out of use: %lld", stat_of("pinned_bytes"));
     PASS();
 }

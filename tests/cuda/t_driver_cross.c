@@ -44,6 +44,29 @@ int main(void) {
         CHECK(fakecu_count("cuMemHostAlloc") == 2 && fakecu_kind(p) == 0);
     }
 
+    /* Every served runtime name, on the runtime's handle. */
+    void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!rt) rt = dlopen("libcudart.so.12", RTLD_NOW | RTLD_NOLOAD);
+    CHECK(rt);
+    static const char *const names[] = {"cudaFreeHost",
+                                        "cudaGetDriverEntryPoint",
+                                        "cudaGetDriverEntryPointByVersion",
+                                        "cudaHostAlloc",
+                                        "cudaHostGetDevicePointer",
+                                        "cudaHostGetFlags",
+                                        "cudaHostRegister",
+                                        "cudaHostUnregister",
+                                        "cudaMallocHost",
+                                        "cudaPointerGetAttributes"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void *fn = dlsym(rt, names[i]);
+        CHECK(fn && (!shimmed || fn == shim(names[i])), "%s", names[i]);
+    }
+    /* A versioned lookup, as the runtime's symbols are (libcudart.so.13). */
+    void *v = dlvsym(rt, "cudaHostAlloc", "libcudart.so.13");
+    if (!v) v = dlvsym(rt, "cudaHostAlloc", "libcudart.so.12");
+    CHECK(v && v == dlsym(rt, "cudaHostAlloc") && (!shimmed || v == shim("cudaHostAlloc")));
+
     /* The runtime's way to the driver. */
     void *f = NULL;
     int status = -1;

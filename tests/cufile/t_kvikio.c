@@ -34,6 +34,12 @@ int main(int argc, char **argv) {
 
     CHECK((file_read == (void *)dlsym(RTLD_DEFAULT, "cuFileRead")) == !off,
           "the shim's hook, or with off the library's own function");
+    static const char *const names[] = {
+        "cuFileBufDeregister",  "cuFileBufRegister", "cuFileDriverClose",
+        "cuFileDriverClose_v2", "cuFileDriverOpen",  "cuFileHandleDeregister",
+        "cuFileHandleRegister", "cuFileRead",        "cuFileWrite"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        CHECK((dlsym(h, names[i]) == dlsym(RTLD_DEFAULT, names[i])) == !off, "%s", names[i]);
     CHECK(open_driver().err == CU_FILE_SUCCESS);
     size_t n = 4 * MiB;
     int wfd = make_file("/tmp", n, 3);
