@@ -11,6 +11,7 @@
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
+#include "node.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -101,6 +102,14 @@ int dsp_budget_reserve(size_t len, int lock, int refuse) {
                  dsp_fmt_bytes(c, sizeof c, lock ? m->locked : m->pinned));
         return -ENOMEM;
     }
+    /* Then the node's: every process of the ledger together (node.c). */
+    int node = dsp_node_reserve(len, refuse == DSP_REFUSE_SILENT);
+    if (node != 0) {
+        if (node == -EAGAIN || refuse == DSP_REFUSE_SILENT) return -ENOMEM; /* tried again */
+        dsp_stat_add(DSP_ST_budget_refusals, 1);
+        if (refuse == DSP_REFUSE_LOG) dsp_node_log_refusal(len);
+        return -ENOMEM;
+    }
     m->pinned += len;
     if (lock) m->locked += len;
     publish();
@@ -109,6 +118,7 @@ int dsp_budget_reserve(size_t len, int lock, int refuse) {
 
 void dsp_budget_release(size_t len, int locked) {
     struct dsp_manager *m = &dsp_mgr;
+    dsp_node_release(len);
     m->pinned -= len;
     if (locked) m->locked -= len;
     publish();

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "fmt.h"
 #include "log.h"
+#include "node.h"
 
 #include "errname.h"
 
@@ -38,6 +39,10 @@ void dsp_stats_reset(void) {
 int dsp_stats_format_json(char *buf, size_t cap) {
     size_t n =
         (size_t)dsp_fmt(buf, cap, "{\"version\":\"%s\",\"pid\":%d", dsp_version(), (int)getpid());
+    if (dsp_node_rank() >= 0) { /* RANK or SLURM_PROCID: which rank of a job this is */
+        size_t room = n < cap ? cap - n : 0;
+        n += (size_t)dsp_fmt(room ? buf + n : NULL, room, ",\"rank\":%d", dsp_node_rank());
+    }
     for (int i = 0; i < DSP_ST_COUNT; i++) {
         size_t room = n < cap ? cap - n : 0;
         n += (size_t)dsp_fmt(room ? buf + n : NULL, room, ",\"%s\":%llu", stat_key[i],
