@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
@@ -81,6 +82,19 @@ static void initialise(struct dsp_ledger_map *m, const char *key, uint64_t cap) 
     h->magic = DSP_LEDGER_MAGIC; /* last: a reader that sees it sees the rest */
 }
 
+/* The initialiser's flock, waited for 2 s at most: a process stopped (^Z)
+ * in the middle of its open must not stall every other first pin. */
+static int lock_bounded(int fd) {
+    for (int i = 0; i < 2000; i++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR) return -1;
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    errno = EWOULDBLOCK;
+    return -1;
+}
+
 static int refuse(struct dsp_ledger_conn *c, const char *w, int e, const char **why, int *err) {
     if (c->map) munmap(c->map, sizeof *c->map);
     if (c->fd >= 0) close(c->fd);
@@ -113,7 +127,7 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
      * which the others wait for (it covers a few system calls on a 20 KiB
      * file). A creator killed before it finished left a file of size 0 or
      * without magic: the next one to hold the flock initialises it. */
-    if (flock(c->fd, LOCK_EX) != 0) return refuse(c, "cannot be locked", errno, why, err);
+    if (lock_bounded(c->fd) != 0) return refuse(c, "cannot be locked", errno, why, err);
     if (fstat(c->fd, &st) != 0) return refuse(c, "cannot be examined", errno, why, err);
     int fresh = st.st_size == 0;
     if (fresh) {

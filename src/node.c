@@ -32,7 +32,7 @@ static struct {
     uint64_t plan_cap;
     unsigned wait_ms;
     int rank, local_rank;
-    int timer_running;
+    _Atomic int timer_running;
     char key[200], path[128];
 } node = {.c = {.fd = -1, .slot = -1}, .rank = -1, .local_rank = -1};
 
@@ -96,23 +96,17 @@ void dsp_node_plan(struct dsp_node_plan *p) {
     dsp_ledger_path(p->path, sizeof p->path, "/dev/shm", (unsigned)geteuid(), p->key);
 }
 
+/* Only the options: the key and the cap need the memory cgroup's files,
+ * read at the first pin, so a process that never pins (a shell under a
+ * launcher) pays nothing for the ledger. */
 void dsp_node_configure(void) {
-    struct dsp_node_plan p;
-    dsp_node_plan(&p);
-    node.state = p.on ? 0 : -1;
-    node.own_cap = p.explicit_cap ? p.cap : UINT64_MAX;
-    node.plan_cap = p.cap;
+    size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
+    node.state = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF ? 0 : -1;
+    node.own_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF ? opt : UINT64_MAX;
     node.wait_ms = (unsigned)dsp_opt(DSP_OPT_NODE_WAIT);
     node.rank = env_int("RANK", "SLURM_PROCID");
     node.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID");
-    memcpy(node.key, p.key, sizeof node.key);
-    memcpy(node.path, p.path, sizeof node.path);
-    char a[32];
-    if (p.on)
-        dsp_info("node ledger %s (%s): cap %s (%s), joined at the first pin", node.path, node.key,
-                 dsp_fmt_bytes(a, sizeof a, p.cap), p.why);
-    else
-        dsp_info("node ledger off: this process budgets alone");
+    if (node.state < 0) dsp_info("node ledger off: this process budgets alone");
 }
 
 int dsp_node_rank(void) {
@@ -131,6 +125,13 @@ static uint64_t cap_now(void) {
 /* The process joins at its first pin, with nothing pinned yet, so its slot
  * always holds exactly what the manager counts as pinned. */
 static int join(void) {
+    struct dsp_node_plan p;
+    dsp_node_plan(&p);
+    /* auto: exactly the process's own auto cap, taken at start-up (one
+     * process alone keeps the budget it had before the ledger). */
+    node.plan_cap = p.explicit_cap ? p.cap : dsp_mgr.cap;
+    memcpy(node.key, p.key, sizeof node.key);
+    memcpy(node.path, p.path, sizeof node.path);
     const char *why;
     int err;
     if (dsp_ledger_open(&node.c, node.path, node.key, node.plan_cap, &why, &err) != 0) {
@@ -162,14 +163,22 @@ static int join(void) {
     atomic_store(&node_slot, s);
     node.state = 1;
     dsp_stat_set(DSP_ST_node_cap_bytes, cap);
-    if (!node.timer_running) atomic_store(&dsp_node_timer_wanted, 1);
+    char a[32];
+    dsp_info("node ledger %s (%s): cap %s (%s), slot %d", node.path, node.key,
+             dsp_fmt_bytes(a, sizeof a, cap), p.why, node.c.slot);
+    if (!atomic_load(&node.timer_running)) atomic_store(&dsp_node_timer_wanted, 1);
     return 0;
 }
 
-static void publish(uint64_t cap) {
-    dsp_stat_set(DSP_ST_node_cap_bytes, cap);
-    dsp_stat_set(DSP_ST_node_pinned_bytes, dsp_ledger_total(node.c.map));
-    dsp_stat_set(DSP_ST_node_users, atomic_load(&node.c.map->head.h.users));
+static void publish_map(const struct dsp_ledger_map *m) {
+    dsp_stat_set(DSP_ST_node_cap_bytes, cap_of(m));
+    dsp_stat_set(DSP_ST_node_pinned_bytes, dsp_ledger_total(m));
+    dsp_stat_set(DSP_ST_node_users, atomic_load(&m->head.h.users));
+}
+
+void dsp_node_publish(void) {
+    const struct dsp_ledger_map *m = atomic_load(&node_map);
+    if (m) publish_map(m);
 }
 
 int dsp_node_reserve(size_t len, int silent) {
@@ -187,7 +196,7 @@ int dsp_node_reserve(size_t len, int silent) {
         dsp_pool_release_until(0);
         if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     }
-    publish(cap);
+    publish_map(node.c.map);
     if (!retrying && node.wait_ms && dsp_ledger_ask_yield(&node.c)) {
         dsp_node_wait_len = len;
         return -EAGAIN;
@@ -289,7 +298,7 @@ void dsp_node_start_timer(void) {
     pthread_attr_destroy(&at);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0) {
-        node.timer_running = 1;
+        atomic_store(&node.timer_running, 1);
         return;
     }
     dsp_once(DSP_LOG_WARN,
@@ -302,7 +311,7 @@ void dsp_node_fork_child(void) {
     atomic_store(&node_slot, NULL);
     atomic_store(&node_map, NULL);
     atomic_store(&dsp_node_timer_wanted, 0);
-    node.timer_running = 0; /* threads are not inherited */
+    atomic_store(&node.timer_running, 0); /* threads are not inherited */
     if (node.state == 1) {
         /* The parent's slot stays the parent's: this copy of the descriptor
          * is closed without unlocking (the lock belongs to the open file,
@@ -322,6 +331,7 @@ __attribute__((destructor)) static void node_fini(void) {
     if (dsp_in_manager || node.state != 1) return;
     dsp_mgr_lock();
     if (node.state == 1) {
+        publish_map(node.c.map); /* the exit statistics show the node as it was */
         atomic_store(&node_slot, NULL);
         atomic_store(&node_map, NULL);
         dsp_ledger_leave(&node.c);

@@ -53,6 +53,10 @@ void dsp_node_start_timer(void);
  * otherwise keep its cap idle: cap / users. */
 size_t dsp_node_pool_max(size_t pool_max);
 
+/* The node figures of the statistics read fresh from the ledger (lock-free:
+ * any time, at exit included). */
+void dsp_node_publish(void);
+
 /* RANK (or SLURM_PROCID), -1 when unset. */
 int dsp_node_rank(void);
 
