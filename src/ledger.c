@@ -120,6 +120,8 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
     struct stat st;
     if (fstat(c->fd, &st) != 0) return refuse(c, "cannot be examined", errno, why, err);
     if (!S_ISREG(st.st_mode)) return refuse(c, "is not a regular file", 0, why, err);
+    c->dev = (unsigned long long)st.st_dev;
+    c->ino = (unsigned long long)st.st_ino;
     if (st.st_uid != geteuid()) return refuse(c, "belongs to another user", 0, why, err);
     if (st.st_mode & (S_IWGRP | S_IWOTH))
         return refuse(c, "is writable by group or others", 0, why, err);
@@ -161,6 +163,12 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
     if (atomic_load(&h->users) == 0) atomic_store(&h->cap, cap);
     flock(c->fd, LOCK_UN);
     return 0;
+}
+
+int dsp_ledger_fd_ok(const struct dsp_ledger_conn *c) {
+    struct stat st;
+    return fstat(c->fd, &st) == 0 && (unsigned long long)st.st_dev == c->dev &&
+           (unsigned long long)st.st_ino == c->ino;
 }
 
 void dsp_ledger_close(struct dsp_ledger_conn *c) {

@@ -71,7 +71,13 @@ struct dsp_ledger_conn {
     int fd;
     struct dsp_ledger_map *map;
     int slot;
+    unsigned long long dev, ino; /* of the file fd was opened on */
 };
+
+/* Whether c->fd is still the ledger's descriptor: a program that closes
+ * descriptors it does not own (closefrom) releases the slot's lock, and the
+ * number may be reused for a file of its own. */
+int dsp_ledger_fd_ok(const struct dsp_ledger_conn *c);
 
 /* /dev/shm/dspreload-<uid>-<hash of key> into out (cap bytes). */
 void dsp_ledger_path(char *out, size_t cap, const char *dir, unsigned uid, const char *key);

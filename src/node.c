@@ -184,6 +184,19 @@ void dsp_node_publish(void) {
 int dsp_node_reserve(size_t len, int silent) {
     if (node.state < 0) return 0;
     if (node.state == 0 && (dsp_mgr.pinned != 0 || join() != 0)) return 0;
+    if (DSP_UNLIKELY(!dsp_ledger_fd_ok(&node.c))) { /* one fstat a new pin, never a pool hit */
+        /* Its slot's lock went with the descriptor: others may reclaim the
+         * slot at any moment, so this process stops using it. The mapping
+         * stays (the timer may still read it). */
+        atomic_store(&node_slot, NULL);
+        atomic_store(&node_map, NULL);
+        node.state = -1;
+        dsp_once(DSP_LOG_WARN,
+                 "node ledger %s: the program closed its descriptor; this process budgets alone "
+                 "from now on (DSP_MAX_PINNED)",
+                 node.path);
+        return 0;
+    }
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
