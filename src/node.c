@@ -33,6 +33,7 @@ static struct {
     unsigned wait_ms;
     int rank, local_rank;
     _Atomic int timer_running;
+    int forked; /* a fork child, never exec'd: it starts no thread */
     char key[200], path[128];
 } node = {.c = {.fd = -1, .slot = -1}, .rank = -1, .local_rank = -1};
 
@@ -166,7 +167,11 @@ static int join(void) {
     char a[32];
     dsp_info("node ledger %s (%s): cap %s (%s), slot %d", node.path, node.key,
              dsp_fmt_bytes(a, sizeof a, cap), p.why, node.c.slot);
-    if (!atomic_load(&node.timer_running)) atomic_store(&dsp_node_timer_wanted, 1);
+    /* A fork child of a threaded parent (and every pinning parent has the
+     * timer) must not start threads before it execs (POSIX allows only
+     * async-signal-safe calls there; ThreadSanitizer refuses it): it answers
+     * yield requests at its own new pins instead (dsp_node_reserve). */
+    if (!node.forked && !atomic_load(&node.timer_running)) atomic_store(&dsp_node_timer_wanted, 1);
     return 0;
 }
 
@@ -196,6 +201,16 @@ int dsp_node_reserve(size_t len, int silent) {
                  "from now on (DSP_MAX_PINNED)",
                  node.path);
         return 0;
+    }
+    if (DSP_UNLIKELY(node.forked)) { /* no timer here: requests answered at each new pin */
+        struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
+        uint64_t g = atomic_load(&s->trim_req);
+        if (g != atomic_load(&trim_seen)) {
+            atomic_store(&trim_seen, g);
+            dsp_stat_add(DSP_ST_node_yields, 1);
+            dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
+        }
+        atomic_store(&s->pooled, dsp_pooled_bytes());
     }
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
@@ -325,6 +340,7 @@ void dsp_node_fork_child(void) {
     atomic_store(&node_map, NULL);
     atomic_store(&dsp_node_timer_wanted, 0);
     atomic_store(&node.timer_running, 0); /* threads are not inherited */
+    node.forked = 1;
     if (node.state == 1) {
         /* The parent's slot stays the parent's: this copy of the descriptor
          * is closed without unlocking (the lock belongs to the open file,

@@ -285,3 +285,14 @@ Test(ledger, paths_name_the_user_and_the_key, .init = fresh_path) {
     cr_assert(strcmp(a, b) != 0);
     cr_assert(strcmp(a, c) != 0);
 }
+
+/* No /dev/shm (a minimal container): refused with the reason, nothing made. */
+Test(ledger, refuses_a_missing_directory, .init = fresh_path) {
+    snprintf(path, sizeof path, "/nonexistent-dspreload-%d/ledger", (int)getpid());
+    struct dsp_ledger_conn c;
+    const char *why = NULL;
+    int err = 0;
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
+    cr_assert_str_eq(why, "cannot be opened or created");
+    cr_assert_eq(err, ENOENT);
+}
