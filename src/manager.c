@@ -241,13 +241,17 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (DSP_UNLIKELY(dsp_node_wait_len)) {
         /* The node cap refused, and other processes were asked for their
          * idle pools: wait for them without the lock, then once more. */
-        dsp_node_wait();
-        why = POOL_MISS;
-        dsp_mgr_lock();
-        s = from_pool(len, how, out, &why);
-        if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
-        dsp_mgr_unlock();
-        dsp_node_retry_done();
+        if (s) {
+            dsp_node_wait_len = 0; /* served after all (unlocked): nothing to wait for */
+        } else {
+            dsp_node_wait();
+            why = POOL_MISS;
+            dsp_mgr_lock();
+            s = from_pool(len, how, out, &why);
+            if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
+            dsp_mgr_unlock();
+            dsp_node_retry_done();
+        }
     }
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_timer_wanted, memory_order_relaxed)))
         dsp_node_start_timer(); /* this process's first slot: outside the lock */

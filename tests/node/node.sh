@@ -43,10 +43,21 @@ node_cap_holds_for_ranks_started_together)
   done
   sleep 0.5
   touch "$go"
-  for r in 1 2 3 4 5 6; do wait_for "$top/out.$r" '^pinned'; done
+  # The sum sampled while they pin, and once all are done: never past the cap
+  # and one block.
+  most=0 i=0
+  while [ "$(cat "$top"/out.* 2>/dev/null | grep -c '^pinned')" -lt $n ]; do
+    sum=0
+    for p in $pids; do sum=$((sum + $(vmlck_kb $p))); done
+    [ $sum -gt $most ] && most=$sum
+    i=$((i + 1))
+    [ $i -lt 2400 ] || fail "the ranks did not all finish within 120 s: $(cat "$top"/out.*)"
+    sleep 0.05
+  done
   sum=0
   for p in $pids; do sum=$((sum + $(vmlck_kb $p))); done
-  [ $sum -le $(((1024 + 32) * 1024)) ] || fail "the ranks lock $sum kB together, over 1 GiB + 32 MiB"
+  [ $sum -gt $most ] && most=$sum
+  [ $most -le $(((1024 + 32) * 1024)) ] || fail "the ranks locked $most kB together, over 1 GiB + 32 MiB"
   for r in 1 2 3 4 5 6; do
     got=$(sed -n 's/^pinned //p' "$top/out.$r")
     [ "$got" -gt 0 ] || fail "rank $r got nothing (the others: $(cat "$top"/out.*))"
@@ -54,7 +65,7 @@ node_cap_holds_for_ranks_started_together)
   table=$("$dsp" stats --node --key "$key")
   [ "$(echo "$table" | grep -c ' live$')" -eq $n ] || fail "stats --node shows no row per rank: $table"
   echo "$table" | grep -q '^total' || fail "stats --node has no total: $table"
-  echo "locked together: $sum kB; $(cat "$top"/out.* | tr '\n' ' ')"
+  echo "locked together: $sum kB at the end, $most kB at most; $(cat "$top"/out.* | tr '\n' ' ')"
   touch "$stop"
   wait
   ;;
