@@ -129,6 +129,14 @@ node_foreign_or_corrupt_ledger_refused)
   rm -f "$path" && head -c 100 /dev/urandom >"$path" && chmod 600 "$path"
   expect_fallback "a ledger of the wrong size" "has the wrong size"
   rm -f "$path"
+  # Another user with the same key has a ledger of its own, never ours
+  # (4 MiB: it has RLIMIT_MEMLOCK's 8 MiB and no CAP_IPC_LOCK).
+  theirs=$(as_other env DSP_NODE_KEY="$key" "$dsp" doctor 2>/dev/null | grep -o '/dev/shm/dspreload-[0-9]*-[0-9a-f]*' | head -1)
+  [ -n "$theirs" ] && [ "$theirs" != "$path" ] || fail "the other user's ledger is $theirs, ours $path"
+  as_other env LD_PRELOAD="$lib" "$prog" want 4 0 >/dev/null 2>"$top/err.x" || fail "the other user could not pin"
+  [ "$(stat -c '%u %a' "$theirs")" = "65534 600" ] || fail "the other user's ledger is $(stat -c '%u %a' "$theirs")"
+  [ ! -e "$path" ] || fail "the other user's process made our ledger"
+  rm -f "$theirs"
   # And the ledger made when nothing is in the way: ours, 0600, its exact size.
   run want 16 0 >/dev/null 2>"$top/err.x" || fail "a fresh ledger: no memory"
   [ "$(stat -c '%u %a %s' "$path")" = "0 600 20480" ] || fail "the new ledger is $(stat -c '%u %a %s' "$path")"
