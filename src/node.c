@@ -54,24 +54,34 @@ static int env_int(const char *a, const char *b) {
     return (int)n;
 }
 
-/* The memory cgroup that limits the process, by its directory: the ranks of
- * a job share it even where each task has a cgroup of its own below it
- * (Slurm's task_N). Without a limit, the process's own cgroup. */
-static void default_key(char *out, size_t cap) {
+/* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). */
+static void cgroup_key(char *out, size_t cap, const char *path, size_t n) {
+    char dir[192];
+    if (n >= sizeof dir) n = sizeof dir - 1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    dsp_fmt(out, cap, "cgroup:%s", dir);
+}
+
+void dsp_node_default_key(char *out, size_t cap) {
     struct dsp_cgroup cg;
     if (dsp_cgroup_query(&cg) == 0 && cg.file[0]) {
         const char *slash = strrchr(cg.file, '/');
-        size_t n = slash ? (size_t)(slash - cg.file) : strlen(cg.file);
-        dsp_fmt(out, cap, "cgroup:%.*s", (int)n, cg.file);
+        cgroup_key(out, cap, cg.file, slash ? (size_t)(slash - cg.file) : strlen(cg.file));
         return;
     }
+    /* No limit anywhere: the memory controller's line of /proc/self/cgroup
+     * (v1), else the unified one (v2, "0::"). */
     char text[4096];
     if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0) {
-        const char *v2 = strstr(text, "0::");
-        if (v2 == text || (v2 && v2[-1] == '\n')) {
-            const char *end = strchr(v2, '\n');
-            int n = end ? (int)(end - v2 - 3) : (int)strlen(v2 + 3);
-            dsp_fmt(out, cap, "cgroup:%.*s", n, v2 + 3);
+        const char *at = strstr(text, ":memory:"), *from = at ? at + 8 : NULL;
+        if (!from) {
+            const char *v2 = strstr(text, "0::");
+            if (v2 == text || (v2 && v2[-1] == '\n')) from = v2 + 3;
+        }
+        if (from) {
+            const char *end = strchr(from, '\n');
+            cgroup_key(out, cap, from, end ? (size_t)(end - from) : strlen(from));
             return;
         }
     }
@@ -93,7 +103,7 @@ void dsp_node_plan(struct dsp_node_plan *p) {
     if (dsp_cfg.node_key[0])
         dsp_fmt(p->key, sizeof p->key, "key:%s", dsp_cfg.node_key);
     else
-        default_key(p->key, sizeof p->key);
+        dsp_node_default_key(p->key, sizeof p->key);
     dsp_ledger_path(p->path, sizeof p->path, "/dev/shm", (unsigned)geteuid(), p->key);
 }
 

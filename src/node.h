@@ -21,6 +21,11 @@ struct dsp_node_plan {
     char path[128];
 };
 void dsp_node_plan(struct dsp_node_plan *p);
+/* The key without DSP_NODE_KEY: "cgroup:" and the directory of the memory
+ * cgroup level that limits the process (the ranks of a job share it even
+ * where each task has a cgroup of its own below it, Slurm's task_N), or its
+ * own cgroup where no level has a limit, or "node". */
+void dsp_node_default_key(char *out, size_t cap);
 
 /* At initialisation: options read; nothing opened (a process that never
  * pins never touches /dev/shm). */

@@ -3,6 +3,7 @@
  * must be refused. Two connections in one process are two open files, so
  * their slot locks conflict as two processes' would. */
 #include "ledger.h"
+#include "node.h"
 
 #include "harness.h"
 #include <errno.h>
@@ -295,4 +296,20 @@ Test(ledger, refuses_a_missing_directory, .init = fresh_path) {
     cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
     cr_assert_str_eq(why, "cannot be opened or created");
     cr_assert_eq(err, ENOENT);
+}
+
+/* Regression: the default key was the literal "cgroup:%.*s" (dsp_fmt has no
+ * precision), so every cgroup of a user shared one ledger. */
+Test(ledger, the_default_key_names_the_cgroup, .init = fresh_path) {
+    char key[200], text[4096] = "";
+    dsp_node_default_key(key, sizeof key);
+    cr_assert(strstr(key, "%") == NULL, "%s", key);
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    if (strcmp(key, "node") != 0) {
+        cr_assert(!strncmp(key, "cgroup:", 7), "%s", key);
+        cr_assert_gt(strlen(key), 7, "%s", key);
+    }
 }
