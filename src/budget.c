@@ -24,6 +24,7 @@ void dsp_budget_plan(struct dsp_budget_plan *p) {
     size_t ram = dsp_sys_ram(), mem = dsp_cgroup_ram(), max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
     p->why = "DSP_MAX_PINNED";
     p->cap = p->budget = max;
+    p->auto_cap = dsp_budget_auto(mem);
     if (max == DSP_SIZE_AUTO) {
         p->cap = p->budget = dsp_budget_auto(mem);
         p->why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
@@ -50,6 +51,7 @@ void dsp_budget_configure(void) {
     m->budget = p.budget;
     m->cap = p.cap;
     m->pool_max = p.pool_max;
+    m->auto_cap = p.auto_cap;
     dsp_stat_set(DSP_ST_budget_bytes, m->budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, m->pool_max);
 }

@@ -138,9 +138,13 @@ static uint64_t cap_now(void) {
 static int join(void) {
     struct dsp_node_plan p;
     dsp_node_plan(&p);
-    /* auto: exactly the process's own auto cap, taken at start-up (one
-     * process alone keeps the budget it had before the ledger). */
-    node.plan_cap = p.explicit_cap ? p.cap : dsp_mgr.cap;
+    /* auto: exactly what the process's own cap is for DSP_MAX_PINNED=auto,
+     * taken at start-up (one process alone keeps the budget it had before
+     * the ledger), never an explicit DSP_MAX_PINNED: that one caps the
+     * process, and must not become the cap of every other one (regression:
+     * a test's DSP_MAX_PINNED=4M capped the whole node, and the refusals
+     * this made emptied the other processes' pools). */
+    node.plan_cap = p.explicit_cap ? p.cap : dsp_mgr.auto_cap;
     memcpy(node.key, p.key, sizeof node.key);
     memcpy(node.path, p.path, sizeof node.path);
     const char *why;

@@ -146,6 +146,14 @@ node_fork_exec_and_short_lived_processes)
   LD_PRELOAD="$lib" sh -c 'i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i + 1)); done' ||
     fail "the short-lived processes failed"
   [ ! -e "$path" ] || fail "processes that pin nothing created $path"
+  # A process's own DSP_MAX_PINNED caps that process, not the node it
+  # created the ledger for (regression: 16M became every process's cap).
+  DSP_MAX_PINNED=16M LD_PRELOAD="$lib" "$prog" hold 8 8 "$top/stop.small" >"$top/out.s" 2>"$top/err.s" &
+  small=$!
+  wait_for "$top/out.s" '^pinned 8'
+  run want 64 0 >"$top/out.big" 2>"$top/err.big" || fail "a small DSP_MAX_PINNED capped the node: $(cat "$top/err.big")"
+  touch "$top/stop.small"
+  wait $small
   # fork: the child that pins nothing takes no slot, the one that pins its own;
   # exec hands the slot back (the descriptor is close-on-exec).
   NODE_PROBE="'$dsp' stats --node --key '$key' >>'$top/probe'" run fork >"$top/out.f" 2>"$top/err.f" ||
