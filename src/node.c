@@ -133,9 +133,18 @@ static uint64_t cap_now(void) {
     return cap_of(node.c.map);
 }
 
+/* The pid the program started (or exec'd) as: a process that joins with
+ * another pid is a fork child, even where the fork handlers were not
+ * installed yet (a parent that had not used the shim when it forked). */
+static pid_t loaded_pid;
+__attribute__((constructor)) static void node_loaded(void) {
+    loaded_pid = getpid();
+}
+
 /* The process joins at its first pin, with nothing pinned yet, so its slot
  * always holds exactly what the manager counts as pinned. */
 static int join(void) {
+    if (getpid() != loaded_pid) node.forked = 1;
     struct dsp_node_plan p;
     dsp_node_plan(&p);
     /* auto: exactly what the process's own cap is for DSP_MAX_PINNED=auto,
