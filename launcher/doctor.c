@@ -4,7 +4,9 @@
 #include "config.h"
 #include "fmt.h"
 #include "internal.h"
+#include "ledger.h"
 #include "manager.h"
+#include "node.h"
 #include "sys.h"
 #include "launcher.h"
 
@@ -80,6 +82,41 @@ static void check_budget(void) {
          "RAM %s; pins up to %s (%s), pools up to %s (DSP_POOL_MAX)",
          dsp_fmt_bytes(a, sizeof a, dsp_sys_ram()), dsp_fmt_bytes(b, sizeof b, p.budget), p.why,
          dsp_fmt_bytes(c, sizeof c, p.pool_max));
+}
+
+/* The node ledger this process would join: its key, cap and users. */
+static void check_node(void) {
+    char a[32], b[32], c[32];
+    struct dsp_node_plan p;
+    dsp_node_plan(&p); /* after check_budget's dsp_config_load */
+    if (!p.on) {
+        line("OK", "node ledger",
+             "off (DSP_NODE=off or DSP_NODE_MAX_PINNED=off): each process "
+             "budgets alone");
+        return;
+    }
+    struct node_view v;
+    const char *why;
+    if (access(p.path, F_OK) != 0) {
+        line("OK", "node ledger", "%s (%s): not created yet (no process has pinned); cap %s (%s)",
+             p.path, p.key, dsp_fmt_bytes(a, sizeof a, p.cap), p.why);
+        return;
+    }
+    if (node_view_open(p.path, &v, &why) != 0) {
+        line("WARN", "node ledger",
+             "%s (%s) %s: processes will refuse it and budget alone. Fix: remove it, or set "
+             "DSP_NODE_KEY",
+             p.path, p.key, why);
+        return;
+    }
+    struct node_sum s;
+    node_view_sum(&v, &s);
+    line("OK", "node ledger",
+         "%s (%s): cap %s, %u processes pinning %s (%s pooled), %u gone; `dspreload stats "
+         "--node` lists them",
+         p.path, p.key, dsp_fmt_bytes(a, sizeof a, atomic_load(&v.map->head.h.cap)), s.live,
+         dsp_fmt_bytes(b, sizeof b, s.pinned), dsp_fmt_bytes(c, sizeof c, s.pooled), s.gone);
+    node_view_close(&v);
 }
 
 static void check_cgroup(void) {
@@ -299,6 +336,7 @@ int cmd_doctor(int argc, char **argv, const char *lib) {
     check_memlock();
     check_budget();
     check_cgroup();
+    check_node();
     check_maps();
     check_thp();
     check_libraries();

@@ -7,7 +7,7 @@
 #define USAGE                                                                                      \
     "usage: dspreload [options] [VAR=value ...] [--] COMMAND [ARGS...]\n"                          \
     "       dspreload [options] [VAR=value ...] doctor [PATH ...] | demo\n"                        \
-    "       dspreload env [--markdown] | stats FILE ...\n"
+    "       dspreload env [--markdown] | stats FILE ... | stats --node [--key KEY]\n"
 
 /* Prints "dspreload: <message>" and the usage line to stderr; returns 2. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -31,6 +31,22 @@ const char *preload_unsafe_why(const char *lib);
 int cmd_doctor(int argc, char **argv, const char *lib);
 int cmd_stats(int argc, char **argv, const char *lib);
 int cmd_demo(int argc, char **argv, const char *lib);
+/* stats --node [--key KEY] (launcher/node.c). */
+int cmd_stats_node(int argc, char **argv);
+
+/* A node ledger mapped read-only, checked (launcher/node.c). */
+struct dsp_ledger_map;
+struct node_view {
+    int fd;
+    const struct dsp_ledger_map *map;
+};
+struct node_sum {
+    unsigned live, gone;
+    unsigned long long pinned, pooled, refused, gone_bytes;
+};
+int node_view_open(const char *path, struct node_view *v, const char **why);
+void node_view_close(struct node_view *v);
+void node_view_sum(const struct node_view *v, struct node_sum *s);
 
 /* The reference of every DSP_* variable on fd: plain, or the Markdown of
  * docs/configuration.md (launcher/reference.c). */

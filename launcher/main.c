@@ -42,6 +42,7 @@ static const char *const help_text =
           "  doctor [PATH ...]    check this machine (and each PATH for O_DIRECT I/O)\n"
           "  env [--markdown]     every DSP_* variable, its default and accepted values\n"
           "  stats FILE ...       per-process table and totals of DSP_STATS_FILE output\n"
+          "  stats --node [--key KEY]  the node ledgers of this user, live: one row a process\n"
           "  demo                 a short workload that shows what the shim does\n"
           "Options before doctor and demo apply to them (doctor checks the --lib library\n"
           "and the budget the settings give); after --, a program of that name runs.\n"

@@ -42,7 +42,8 @@ static void emit_wrapped(struct sink *s, const char *text, const char *indent, s
     emit(s, "\n");
 }
 
-static const char *const type_name[] = {"bool", "integer", "size", "choice", "string", "mode"};
+static const char *const type_name[] = {"bool",   "integer", "size",        "choice",
+                                        "string", "mode",    "milliseconds"};
 
 void print_reference(int fd, int markdown) {
     struct sink s = {.fd = fd, .len = 0};

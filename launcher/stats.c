@@ -97,6 +97,7 @@ static int read_file(const char *path, char *json, size_t cap) {
 
 int cmd_stats(int argc, char **argv, const char *lib) {
     (void)lib;
+    if (argc >= 1 && !strcmp(argv[0], "--node")) return cmd_stats_node(argc - 1, argv + 1);
     if (argc < 1) return usage_error("stats: give the JSON files DSP_STATS_FILE wrote");
     u128 total[NCOLS] = {0};
     printf("%-10s", "pid");

@@ -11,6 +11,7 @@
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
+#include "node.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -23,6 +24,7 @@ void dsp_budget_plan(struct dsp_budget_plan *p) {
     size_t ram = dsp_sys_ram(), mem = dsp_cgroup_ram(), max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
     p->why = "DSP_MAX_PINNED";
     p->cap = p->budget = max;
+    p->auto_cap = dsp_budget_auto(mem);
     if (max == DSP_SIZE_AUTO) {
         p->cap = p->budget = dsp_budget_auto(mem);
         p->why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
@@ -49,6 +51,7 @@ void dsp_budget_configure(void) {
     m->budget = p.budget;
     m->cap = p.cap;
     m->pool_max = p.pool_max;
+    m->auto_cap = p.auto_cap;
     dsp_stat_set(DSP_ST_budget_bytes, m->budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, m->pool_max);
 }
@@ -101,6 +104,14 @@ int dsp_budget_reserve(size_t len, int lock, int refuse) {
                  dsp_fmt_bytes(c, sizeof c, lock ? m->locked : m->pinned));
         return -ENOMEM;
     }
+    /* Then the node's: every process of the ledger together (node.c). */
+    int node = dsp_node_reserve(len, refuse == DSP_REFUSE_SILENT);
+    if (node != 0) {
+        if (node == -EAGAIN || refuse == DSP_REFUSE_SILENT) return -ENOMEM; /* tried again */
+        dsp_stat_add(DSP_ST_budget_refusals, 1);
+        if (refuse == DSP_REFUSE_LOG) dsp_node_log_refusal(len);
+        return -ENOMEM;
+    }
     m->pinned += len;
     if (lock) m->locked += len;
     publish();
@@ -109,6 +120,7 @@ int dsp_budget_reserve(size_t len, int lock, int refuse) {
 
 void dsp_budget_release(size_t len, int locked) {
     struct dsp_manager *m = &dsp_mgr;
+    dsp_node_release(len);
     m->pinned -= len;
     if (locked) m->locked -= len;
     publish();

@@ -127,7 +127,7 @@ static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) 
         }
         v = ((unsigned __int128)whole << shift) + (((unsigned __int128)frac << shift) / frac_div);
     }
-    if (v >= (unsigned __int128)DSP_SIZE_AUTO || v > (unsigned __int128)INT64_MAX) return -1;
+    if (v >= (unsigned __int128)DSP_SIZE_OFF || v > (unsigned __int128)INT64_MAX) return -1;
     *out = (long long)v;
     return 0;
 }
@@ -146,10 +146,16 @@ int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long
         return 0;
     case DSP_T_MODE:
         return parse_mode(text, out);
+    case DSP_T_MSEC:
+        return parse_int(text, 0, 60000, out);
     case DSP_T_SIZE:
         /* "auto" (or "off") where it is the default: DSP_SIZE_AUTO. */
         if ((!strcmp(d->def, "auto") || !strcmp(d->def, "off")) && word_eq(text, d->def)) {
             *out = (long long)DSP_SIZE_AUTO;
+            return 0;
+        }
+        if (!strcmp(d->def, "auto") && !strncmp(d->forms, "auto, off", 9) && word_eq(text, "off")) {
+            *out = (long long)DSP_SIZE_OFF;
             return 0;
         }
         return parse_size(text, strchr(d->forms, '%') != NULL, ram, out);
@@ -214,7 +220,7 @@ void dsp_config_load(char *const *env, size_t ram) {
 
 void dsp_config_load_as(char *const *env, size_t ram, int secure) {
     for (int i = 0; i < DSP_OPT_COUNT; i++) set_default((enum dsp_opt_id)i, ram);
-    dsp_cfg.stats_file[0] = dsp_cfg.malloc_from[0] = 0;
+    dsp_cfg.stats_file[0] = dsp_cfg.malloc_from[0] = dsp_cfg.node_key[0] = 0;
     if (!env) return;
     char ignored[256];
     size_t n_ignored = 0;
@@ -262,10 +268,13 @@ void dsp_config_load_as(char *const *env, size_t ram, int secure) {
         dsp_cfg.val[id] = v;
         char *str = id == DSP_OPT_STATS_FILE    ? dsp_cfg.stats_file
                     : id == DSP_OPT_MALLOC_FROM ? dsp_cfg.malloc_from
+                    : id == DSP_OPT_NODE_KEY    ? dsp_cfg.node_key
                                                 : NULL;
         if (str) {
             size_t len = strlen(value), cap = id == DSP_OPT_STATS_FILE ? sizeof dsp_cfg.stats_file
-                                                                       : sizeof dsp_cfg.malloc_from;
+                                              : id == DSP_OPT_MALLOC_FROM
+                                                  ? sizeof dsp_cfg.malloc_from
+                                                  : sizeof dsp_cfg.node_key;
             if (len >= cap) {
                 dsp_warn("%s is longer than %u bytes; ignored", d->name, (unsigned)cap - 1);
                 continue;

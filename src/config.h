@@ -4,7 +4,15 @@
 
 #include <stddef.h>
 
-enum dsp_opt_type { DSP_T_BOOL, DSP_T_INT, DSP_T_SIZE, DSP_T_ENUM, DSP_T_STRING, DSP_T_MODE };
+enum dsp_opt_type {
+    DSP_T_BOOL,
+    DSP_T_INT,
+    DSP_T_SIZE,
+    DSP_T_ENUM,
+    DSP_T_STRING,
+    DSP_T_MODE,
+    DSP_T_MSEC
+};
 
 enum dsp_opt_id {
 #define DSP_OPTION(id, type, def, forms, help) DSP_OPT_##id,
@@ -40,10 +48,14 @@ extern const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT];
  * "off", where that is the default);
  * ENUM options the index of the choice; BOOL 0/1. */
 #define DSP_SIZE_AUTO ((size_t)-1)
+/* "off" for a SIZE option whose default is auto and whose forms name off. */
+#define DSP_SIZE_OFF     ((size_t)-2)
+#define DSP_NODE_KEY_MAX 160
 struct dsp_config {
     long long val[DSP_OPT_COUNT];
     char stats_file[4096];
     char malloc_from[1024];
+    char node_key[DSP_NODE_KEY_MAX];
 };
 extern struct dsp_config dsp_cfg;
 

@@ -8,6 +8,7 @@
 #include "fork.h"
 #include "log.h"
 #include "manager.h"
+#include "node.h"
 #include "registry.h"
 #include "stats.h"
 #include "sys.h"
@@ -52,6 +53,7 @@ static void fork_child(void) {
     /* Nothing is locked or registered here: the child must never call CUDA
      * for inherited memory, so registered spans are dropped, not unregistered. */
     m->pinned = m->locked = 0;
+    dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
     atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
     size_t live = 0, blocks = 0;
     for (struct dsp_span *s = m->first, *next; s; s = next) {
@@ -104,6 +106,7 @@ static void init_once(void) {
     }
     m->arena_size = dsp_align_up(arena, DSP_GiB);
     dsp_budget_configure();
+    dsp_node_configure();
     dsp_fork_install(); /* before the first registration (fork.h) */
     dsp_fork_register(DSP_FORK_MANAGER, &mgr_fork);
     dsp_fork_register(DSP_FORK_REGISTRY, &reg_fork);

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "node.h"
 #include "registry.h"
 #include "stats.h"
 
@@ -43,8 +44,8 @@ static void retire(struct dsp_span *s) {
         return;
     }
     dsp_pool_put(s);
-    size_t cuda = m->cuda_cached.bytes;
-    dsp_pool_release_until(m->pool_max > cuda ? m->pool_max - cuda : 0);
+    size_t cuda = m->cuda_cached.bytes, max = dsp_node_pool_max(m->pool_max);
+    dsp_pool_release_until(max > cuda ? max - cuda : 0);
 }
 
 /* Small blocks: one new pin per block cost about 11 us here (mmap, madvise,
@@ -237,6 +238,23 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     struct dsp_span *s = from_pool(len, how, out, &why);
     if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
     dsp_mgr_unlock();
+    if (DSP_UNLIKELY(dsp_node_wait_len)) {
+        /* The node cap refused, and other processes were asked for their
+         * idle pools: wait for them without the lock, then once more. */
+        if (s) {
+            dsp_node_wait_len = 0; /* served after all (unlocked): nothing to wait for */
+        } else {
+            dsp_node_wait();
+            why = POOL_MISS;
+            dsp_mgr_lock();
+            s = from_pool(len, how, out, &why);
+            if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
+            dsp_mgr_unlock();
+            dsp_node_retry_done();
+        }
+    }
+    if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_timer_wanted, memory_order_relaxed)))
+        dsp_node_start_timer(); /* this process's first slot: outside the lock */
 
     if (s) return (void *)s->base;
     if (why == PIN_NO_RESERVE)

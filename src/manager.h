@@ -24,6 +24,7 @@ struct dsp_manager {
     struct dsp_bins cuda_cached; /* pooled spans still registered with CUDA */
     size_t pinned, locked;       /* see budget.c */
     size_t budget, cap, pool_max, arena_size;
+    size_t auto_cap;                   /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
     int huge_mode, prefault_threads;
     int chunks;     /* small blocks may be cut from chunks: mlock is not limited */
@@ -145,6 +146,7 @@ struct dsp_budget_plan {
     size_t budget;   /* locked with mlock */
     size_t cap;      /* all pinned, driver-registered included */
     size_t pool_max; /* DSP_POOL_MAX, at most cap */
+    size_t auto_cap; /* what cap is for DSP_MAX_PINNED=auto: the node ledger's auto cap */
     const char *why; /* what set budget: "DSP_MAX_PINNED", "80% of RAM", "80% of the memory cgroup's
                         room", "RLIMIT_MEMLOCK" */
 };

@@ -35,6 +35,29 @@ DSP_OPTION(MAX_PINNED, SIZE, "auto", "auto, bytes (64G, 512M, 1.5T) or a share o
 DSP_OPTION(POOL_MAX, SIZE, "10%", "bytes (4G) or a share of RAM (10%)",
            "Most bytes of freed blocks kept pinned for reuse. Freed blocks beyond it are "
            "unlocked and given back to the kernel, largest first.")
+#define DSP_CHOICES_NODE(X) X(NODE, AUTO, auto) X(NODE, OFF, off)
+DSP_CHOICE(NODE, "auto",
+           "The node ledger: every process of this user in the same memory cgroup (or with "
+           "the same DSP_NODE_KEY) reserves its pinned bytes in one file in /dev/shm, so "
+           "that together they stay under DSP_NODE_MAX_PINNED, a killed process's share "
+           "comes back and idle pools yield to a refused process (auto); off: each process "
+           "budgets alone, as before. A ledger that cannot be used (another user's file, a "
+           "corrupt one, /dev/shm missing or full) is refused with one warning and the "
+           "process budgets alone. See docs/deployment.md.")
+DSP_OPTION(NODE_MAX_PINNED, SIZE, "auto", "auto, off, bytes (512G) or a share of RAM (60%)",
+           "Most bytes all processes sharing the node ledger keep pinned together, pools "
+           "included; DSP_MAX_PINNED still caps each one. auto is what DSP_MAX_PINNED's auto "
+           "is for one process: 80% of RAM, or of the memory cgroup's room. The process that "
+           "finds the ledger without users sets the cap; a process asking for less applies "
+           "the smaller cap to itself. off is DSP_NODE=off.")
+DSP_OPTION(NODE_KEY, STRING, "", "any text (a job id: $SLURM_JOB_ID)",
+           "Which processes share a node ledger: those of this user with the same key. "
+           "Empty: the memory cgroup that limits the process (or its cgroup when none "
+           "does), so that the ranks of one job or container share one cap.")
+DSP_OPTION(NODE_WAIT, MSEC, "300", "milliseconds, 0 to 60000",
+           "How long an allocation refused by the node cap waits, while other processes "
+           "give back their idle pools, before it fails (the caller then falls back). 0: "
+           "no wait.")
 #define DSP_CHOICES_HUGEPAGES(X)                                                                   \
     X(HUGEPAGES, AUTO, auto) X(HUGEPAGES, ALWAYS, always) X(HUGEPAGES, NEVER, never)
 DSP_CHOICE(HUGEPAGES, "auto",

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "fmt.h"
 #include "log.h"
+#include "node.h"
 
 #include "errname.h"
 
@@ -36,8 +37,13 @@ void dsp_stats_reset(void) {
 }
 
 int dsp_stats_format_json(char *buf, size_t cap) {
+    dsp_node_publish(); /* the node's figures as they are now */
     size_t n =
         (size_t)dsp_fmt(buf, cap, "{\"version\":\"%s\",\"pid\":%d", dsp_version(), (int)getpid());
+    if (dsp_node_rank() >= 0) { /* RANK or SLURM_PROCID: which rank of a job this is */
+        size_t room = n < cap ? cap - n : 0;
+        n += (size_t)dsp_fmt(room ? buf + n : NULL, room, ",\"rank\":%d", dsp_node_rank());
+    }
     for (int i = 0; i < DSP_ST_COUNT; i++) {
         size_t room = n < cap ? cap - n : 0;
         n += (size_t)dsp_fmt(room ? buf + n : NULL, room, ",\"%s\":%llu", stat_key[i],
@@ -71,6 +77,7 @@ int dsp_stats_path(char *out, size_t cap, const char *pattern, int pid) {
 
 static void print_summary(void) {
     char a[32], b[32], c[32], d[32], e[32];
+    dsp_node_publish();
 #define G(k) (unsigned long long)dsp_stat_get(DSP_ST_##k)
     dsp_say("stats: pinned %s now, %s at peak, budget %s; %llu blocks live (%s)",
             dsp_fmt_bytes(a, sizeof a, G(pinned_bytes)),
@@ -82,6 +89,13 @@ static void print_summary(void) {
             G(pool_releases), dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
     dsp_say("stats: %llu pin failures, %llu budget refusals, %llu fallbacks to the real function",
             G(pin_failures), G(budget_refusals), G(fallbacks));
+    if (G(node_cap_bytes))
+        dsp_say("stats: node ledger: %s of %s pinned by %llu processes; %llu refusals by the node "
+                "cap, %llu waits; %s reclaimed from dead processes; pool given back %llu times "
+                "on request",
+                dsp_fmt_bytes(a, sizeof a, G(node_pinned_bytes)),
+                dsp_fmt_bytes(b, sizeof b, G(node_cap_bytes)), G(node_users), G(node_refusals),
+                G(node_waits), dsp_fmt_bytes(c, sizeof c, G(node_reclaimed_bytes)), G(node_yields));
     if (G(aio_iocbs))
         dsp_say("stats: libaio %llu iocbs: %llu direct pinned, %llu direct unpinned, %llu "
                 "bounced (%s), %llu passed through",

@@ -66,6 +66,18 @@ DSP_STAT(malloc_hint_rejected, COUNTER,
          "DSP_MALLOC_MAX, or the manager refused)")
 DSP_STAT(budget_bytes, GAUGE, "the effective DSP_MAX_PINNED for memory locked with mlock")
 DSP_STAT(pool_max_bytes, GAUGE, "the effective DSP_POOL_MAX")
+DSP_STAT(node_cap_bytes, GAUGE,
+         "the node ledger's cap as this process applies it (0: no ledger, budgeting alone)")
+DSP_STAT(node_pinned_bytes, GAUGE,
+         "bytes pinned by every process of the node ledger, as last seen (at a refusal)")
+DSP_STAT(node_users, GAUGE, "processes holding a slot of the node ledger, as last seen")
+DSP_STAT(node_refusals, COUNTER, "of the budget refusals, those of the node cap")
+DSP_STAT(node_waits, COUNTER,
+         "refused allocations that waited (DSP_NODE_WAIT) for other processes' idle pools")
+DSP_STAT(node_reclaimed_bytes, COUNTER,
+         "bytes this process took back from the slots of processes that died")
+DSP_STAT(node_yields, COUNTER, "pools given back because another process was refused")
+DSP_STAT(node_yielded_bytes, COUNTER, "bytes those gave back")
 DSP_STAT(aio_iocbs, COUNTER, "iocbs io_submit accepted")
 DSP_STAT(aio_direct_pinned, COUNTER,
          "of those, reads and writes sent with the caller's buffer, which the manager pinned")

@@ -145,3 +145,28 @@ Test(config, stats_file_mode_is_octal_permission_bits) {
     cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "0648", RAM, &v), -1);
     cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "", RAM, &v), -1);
 }
+
+/* The node ledger's options (issue 16): two off switches, both honoured under
+ * secure execution; the key and the wait not. */
+Test(config, node_options_and_their_off_switches) {
+    cr_assert_eq(parse(DSP_OPT_NODE_MAX_PINNED, "auto"), (long long)DSP_SIZE_AUTO);
+    cr_assert_eq(parse(DSP_OPT_NODE_MAX_PINNED, "off"), (long long)DSP_SIZE_OFF);
+    cr_assert_eq(parse(DSP_OPT_NODE_MAX_PINNED, "50%"), (long long)(RAM / 2));
+    cr_assert_eq(parse(DSP_OPT_MAX_PINNED, "off"), -999, "off only where the forms say so");
+    cr_assert_eq(parse(DSP_OPT_NODE, "off"), DSP_NODE_OFF);
+    cr_assert_eq(parse(DSP_OPT_NODE_WAIT, "0"), 0);
+    cr_assert_eq(parse(DSP_OPT_NODE_WAIT, "60000"), 60000);
+    cr_assert_eq(parse(DSP_OPT_NODE_WAIT, "60001"), -999);
+    char *env[] = {"DSP_NODE=off", "DSP_NODE_MAX_PINNED=off", "DSP_NODE_KEY=theirs",
+                   "DSP_NODE_WAIT=60000", NULL};
+    log_capture_start();
+    dsp_config_load_as(env, RAM, 1);
+    const char *out = log_capture_collect();
+    cr_assert_eq(dsp_opt(DSP_OPT_NODE), DSP_NODE_OFF);
+    cr_assert_eq(dsp_opt(DSP_OPT_NODE_MAX_PINNED), (long long)DSP_SIZE_OFF);
+    cr_assert_str_eq(dsp_cfg.node_key, "", "a setuid program's ledger is not the user's choice");
+    cr_assert_eq(dsp_opt(DSP_OPT_NODE_WAIT), 300);
+    cr_assert(strstr(out, "DSP_NODE_KEY, DSP_NODE_WAIT ignored"), "%s", out);
+    dsp_config_load_as(env, RAM, 0);
+    cr_assert_str_eq(dsp_cfg.node_key, "theirs");
+}

@@ -1,0 +1,186 @@
+/* The node ledger's cost (issue 16), each figure against today's per-process
+ * budget (DSP_NODE=off) measured in the same run, the two interleaved:
+ *   1. the first pin of a 64 MiB block (DSP_POOL_MAX=0: every alloc pins new
+ *      memory and every free gives it back, so each cycle makes one ledger
+ *      reservation and one release); goal <= 1.05x. Single-threaded and with
+ *      a thread of the program's own, as 2.
+ *   2. the 64 MiB alloc+free cycle served by the pool: no ledger call; goal:
+ *      unchanged (<= 1.05x). Twice: in a single-threaded program, where the
+ *      ledger's timer thread alone costs glibc's single-thread shortcut for
+ *      mutexes (lock and unlock without atomic instructions), and in a
+ *      program with one thread of its own (PyTorch has dozens), where that
+ *      shortcut is gone either way
+ *   3. an allocation storm: 8 processes at once, each pinning and freeing
+ *      blocks of 1 to 16 MiB (four live at a time, no pool) for 2 s;
+ *      throughput (blocks a second, all together) against 8 processes with
+ *      budgets of their own; goal >= 0.95x
+ * Each variant runs in a child process of its own, since the configuration
+ * is read once per process. --quick: fewer repeats. Prints a Markdown table. */
+#include <dspreload.h>
+
+#include "ledger.h"
+#include "timing.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MiB ((size_t)1 << 20)
+
+static int quick;
+static char key[64];
+
+static void configure(int node, const char *pool_max) {
+    setenv("DSP_NODE", node ? "auto" : "off", 1);
+    setenv("DSP_NODE_KEY", key, 1); /* a ledger of this run's own */
+    setenv("DSP_POOL_MAX", pool_max, 1);
+}
+
+/* Seconds per first pin of 64 MiB: the median of n. */
+static double first_pin(int n) {
+    double *v = malloc(sizeof *v * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        double t0 = now();
+        char *p = dsp_alloc(64 * MiB);
+        v[i] = now() - t0;
+        if (!p) return -1;
+        dsp_free(p);
+    }
+    double m = median(v, n);
+    free(v);
+    return m;
+}
+
+/* Seconds per pooled alloc+free cycle of 64 MiB: the median of 9 rounds. */
+static double pool_cycle(int n) {
+    double v[9];
+    dsp_free(dsp_alloc(64 * MiB)); /* pooled from now on */
+    for (int r = 0; r < 9; r++) {
+        double t0 = now();
+        for (int i = 0; i < n; i++) dsp_free(dsp_alloc(64 * MiB));
+        v[r] = (now() - t0) / n;
+    }
+    return median(v, 9);
+}
+
+/* Blocks pinned in `secs` by one process of the storm. */
+static double storm_one(double secs, unsigned seed) {
+    void *live[4] = {0};
+    double ops = 0, end = now() + secs;
+    for (unsigned i = 0; now() < end; i++) {
+        unsigned k = i % 4;
+        if (live[k]) dsp_free(live[k]);
+        seed = seed * 1103515245u + 12345u;
+        live[k] = dsp_alloc(MiB << ((seed >> 16) % 5));
+        if (live[k]) ops++;
+    }
+    for (int k = 0; k < 4; k++)
+        if (live[k]) dsp_free(live[k]);
+    return ops;
+}
+
+static void *idle_thread(void *arg) {
+    (void)arg;
+    for (;;) pause();
+    return NULL;
+}
+
+/* Runs one measurement in a child configured so (threaded: with a thread of
+ * the program's own); its figure. */
+static double in_child(int node, int which, int n, int threaded) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    pid_t c = fork();
+    if (c == 0) {
+        close(fd[0]);
+        configure(node, which == 2 ? "10%" : "0");
+        pthread_t t;
+        if (threaded && pthread_create(&t, NULL, idle_thread, NULL) != 0) _exit(1);
+        double r = which == 1 ? first_pin(n) : pool_cycle(n);
+        if (write(fd[1], &r, sizeof r) != sizeof r) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    double r = -1;
+    if (read(fd[0], &r, sizeof r) != sizeof r) r = -1;
+    close(fd[0]);
+    waitpid(c, NULL, 0);
+    return r;
+}
+
+/* Blocks a second of 8 processes started together. */
+static double storm(int node, double secs) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    pid_t kids[8];
+    for (int k = 0; k < 8; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            close(fd[0]);
+            configure(node, "0");
+            double r = storm_one(secs, (unsigned)k * 7919u + 1);
+            if (write(fd[1], &r, sizeof r) != sizeof r) _exit(1);
+            _exit(0);
+        }
+    }
+    close(fd[1]);
+    double sum = 0, r;
+    for (int k = 0; k < 8; k++)
+        if (read(fd[0], &r, sizeof r) == sizeof r) sum += r;
+    close(fd[0]);
+    for (int k = 0; k < 8; k++) waitpid(kids[k], NULL, 0);
+    return sum / secs;
+}
+
+static void row(const char *what, double node, double off, const char *unit, double scale,
+                int higher_better, double goal) {
+    double ratio = higher_better ? off / node : node / off; /* >1: the ledger costs */
+    int met = ratio <= goal;
+    printf("| %s | %.3g %s | %.3g %s | %.3fx | <= %.2fx: %s |\n", what, node * scale, unit,
+           off * scale, unit, ratio, goal, met ? "met" : "NOT met");
+}
+
+int main(int argc, char **argv) {
+    quick = argc > 1 && !strcmp(argv[1], "--quick");
+    snprintf(key, sizeof key, "node-bench-%d", (int)getpid());
+    int rounds = quick ? 3 : 7, pins = quick ? 10 : 30, cycles = quick ? 20000 : 100000;
+    double a[7], b[7], c[7], d[7], e[7], f[7], g[7], h[7];
+    for (int r = 0; r < rounds; r++) { /* interleaved: drift hits both */
+        a[r] = in_child(1, 1, pins, 0);
+        b[r] = in_child(0, 1, pins, 0);
+        c[r] = in_child(1, 2, cycles, 0);
+        d[r] = in_child(0, 2, cycles, 0);
+        e[r] = in_child(1, 2, cycles, 1);
+        f[r] = in_child(0, 2, cycles, 1);
+        g[r] = in_child(1, 1, pins, 1);
+        h[r] = in_child(0, 1, pins, 1);
+    }
+    double pin_node = median(a, rounds), pin_off = median(b, rounds);
+    double cyc_node = median(c, rounds), cyc_off = median(d, rounds);
+    double cyt_node = median(e, rounds), cyt_off = median(f, rounds);
+    double pit_node = median(g, rounds), pit_off = median(h, rounds);
+    double secs = quick ? 1 : 2, s_node[3], s_off[3];
+    int sr = quick ? 1 : 3;
+    for (int r = 0; r < sr; r++) {
+        s_node[r] = storm(1, secs);
+        s_off[r] = storm(0, secs);
+    }
+    double st_node = median(s_node, sr), st_off = median(s_off, sr);
+    printf("| benchmark | node ledger (median) | per-process budget (median) | ratio | goal |\n");
+    printf("|---|---|---|---|---|\n");
+    row("first pin of 64 MiB, single-threaded program", pin_node, pin_off, "ms", 1e3, 0, 1.05);
+    row("first pin of 64 MiB, program with a thread", pit_node, pit_off, "ms", 1e3, 0, 1.05);
+    row("pooled 64 MiB alloc+free, single-threaded program", cyc_node, cyc_off, "ns", 1e9, 0, 1.05);
+    row("pooled 64 MiB alloc+free, program with a thread", cyt_node, cyt_off, "ns", 1e9, 0, 1.05);
+    row("8-process storm, 1-16 MiB blocks (blocks/s)", st_node, st_off, "", 1, 1, 1.0 / 0.95);
+    printf("\nratio = ledger / per-process for times, per-process / ledger for throughput "
+           "(1.00x: no cost).\n");
+    char k[96], path[160];
+    snprintf(k, sizeof k, "key:%s", key);
+    dsp_ledger_path(path, sizeof path, "/dev/shm", (unsigned)geteuid(), k);
+    unlink(path); /* this run's ledger */
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* dspreload stats --node [--key KEY]: the node ledgers of this user, read
+ * live (src/ledger.h): one row per process, the totals against the cap. And
+ * the read-only view doctor shows a line of. */
+#include "fmt.h"
+#include "launcher.h"
+#include "ledger.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Read-only and never following a link: a ledger is only shown when it is a
+ * regular file of ours with the right size and layout, whatever sits at the
+ * name. */
+int node_view_open(const char *path, struct node_view *v, const char **why) {
+    v->fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    v->map = NULL;
+    if (v->fd < 0) return *why = strerror(errno), -1;
+    struct stat st;
+    const char *bad = NULL;
+    if (fstat(v->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        bad = "is not a regular file";
+    else if (st.st_uid != geteuid())
+        bad = "belongs to another user";
+    else if ((size_t)st.st_size != sizeof *v->map)
+        bad = "has the wrong size";
+    if (!bad) {
+        void *p = mmap(NULL, sizeof *v->map, PROT_READ, MAP_SHARED, v->fd, 0);
+        if (p == MAP_FAILED)
+            bad = "cannot be mapped";
+        else
+            v->map = p;
+    }
+    if (!bad && dsp_ledger_check(v->map, (unsigned)geteuid(), &bad) == 0) return 0;
+    node_view_close(v);
+    *why = bad;
+    return -1;
+}
+
+void node_view_close(struct node_view *v) {
+    if (v->map) munmap((void *)v->map, sizeof *v->map);
+    if (v->fd >= 0) close(v->fd);
+    v->map = NULL;
+    v->fd = -1;
+}
+
+void node_view_sum(const struct node_view *v, struct node_sum *s) {
+    memset(s, 0, sizeof *s);
+    const struct dsp_ledger_map *m = v->map;
+    uint32_t n = atomic_load(&m->head.h.hwm);
+    for (uint32_t i = 0; i < n && i < DSP_LEDGER_SLOTS; i++) {
+        const struct dsp_ledger_slot *sl = &m->slot[i];
+        if (!atomic_load(&sl->state)) continue;
+        int alive = dsp_ledger_slot_alive(v->fd, (int)i);
+        if (alive == 0) {
+            s->gone++;
+            s->gone_bytes += atomic_load(&sl->reserved);
+            continue;
+        }
+        s->live++;
+        s->pinned += atomic_load(&sl->reserved);
+        s->pooled += atomic_load(&sl->pooled);
+        s->refused += atomic_load(&sl->refused);
+    }
+}
+
+static void print_rank(int r) {
+    if (r < 0)
+        printf(" %6s", "-");
+    else
+        printf(" %6d", r);
+}
+
+static int show(const char *path) {
+    struct node_view v;
+    const char *why;
+    if (node_view_open(path, &v, &why) != 0) {
+        fprintf(stderr, "dspreload: stats --node: %s %s; not shown\n", path, why);
+        return 1;
+    }
+    const struct dsp_ledger_map *m = v.map;
+    struct node_sum sum;
+    node_view_sum(&v, &sum);
+    char a[32], b[32], c[32];
+    printf("ledger %s (%s): cap %s, %u processes, %s pinned\n", path, m->head.h.key,
+           dsp_fmt_bytes(a, sizeof a, atomic_load(&m->head.h.cap)), sum.live,
+           dsp_fmt_bytes(b, sizeof b, sum.pinned));
+    printf("%-10s %6s %6s %12s %12s %8s %s\n", "pid", "rank", "local", "pinned", "pooled",
+           "refused", "state");
+    uint32_t n = atomic_load(&m->head.h.hwm);
+    for (uint32_t i = 0; i < n && i < DSP_LEDGER_SLOTS; i++) {
+        const struct dsp_ledger_slot *sl = &m->slot[i];
+        if (!atomic_load(&sl->state)) continue;
+        int alive = dsp_ledger_slot_alive(v.fd, (int)i);
+        printf("%-10d", sl->pid);
+        print_rank(sl->rank);
+        print_rank(sl->local_rank);
+        printf(" %12s %12s %8llu %s\n", dsp_fmt_bytes(a, sizeof a, atomic_load(&sl->reserved)),
+               dsp_fmt_bytes(b, sizeof b, atomic_load(&sl->pooled)),
+               (unsigned long long)atomic_load(&sl->refused),
+               alive == 0 ? "gone (its share comes back at the next refusal)" : "live");
+    }
+    printf("%-10s %6s %6s %12s %12s %8llu of %s\n", "total", "", "",
+           dsp_fmt_bytes(a, sizeof a, sum.pinned), dsp_fmt_bytes(b, sizeof b, sum.pooled),
+           (unsigned long long)sum.refused,
+           dsp_fmt_bytes(c, sizeof c, atomic_load(&m->head.h.cap)));
+    node_view_close(&v);
+    return 0;
+}
+
+int cmd_stats_node(int argc, char **argv) {
+    const char *key = getenv("DSP_NODE_KEY");
+    if (argc == 2 && !strcmp(argv[0], "--key"))
+        key = argv[1];
+    else if (argc)
+        return usage_error("stats --node takes only --key KEY");
+    if (key && *key) {
+        char k[DSP_LEDGER_KEY_MAX], path[160];
+        snprintf(k, sizeof k, "key:%s", key);
+        dsp_ledger_path(path, sizeof path, "/dev/shm", (unsigned)geteuid(), k);
+        if (access(path, F_OK) != 0) {
+            printf("no ledger for key %s (%s): no process of it has pinned yet\n", key, path);
+            return 0;
+        }
+        return show(path);
+    }
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "dspreload-%u-", (unsigned)geteuid());
+    DIR *d = opendir("/dev/shm");
+    if (!d) {
+        printf("no /dev/shm: no node ledger on this machine\n");
+        return 0;
+    }
+    int shown = 0, bad = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        char path[300];
+        snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+        if (shown++) printf("\n");
+        bad |= show(path);
+    }
+    closedir(d);
+    if (!shown) printf("no node ledger of uid %u in /dev/shm\n", (unsigned)geteuid());
+    return bad;
+}

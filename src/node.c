@@ -1,0 +1,393 @@
+/* This process in the node ledger (node.h, ledger.h). All of it runs under
+ * the manager's mutex except the wait, the timer thread and the lock-free
+ * reads, so the connection needs no lock of its own. */
+#include "node.h"
+
+#include "cgroup.h"
+#include "config.h"
+#include "errname.h"
+#include "fmt.h"
+#include "ledger.h"
+#include "log.h"
+#include "manager.h"
+#include "stats.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TIMER_NS     (50 * 1000 * 1000) /* how stale a pooled figure or a yield request gets */
+#define WAIT_STEP_NS (5 * 1000 * 1000)
+
+static struct {
+    int state; /* 0 not joined yet, 1 joined (conn open, slot held), -1 alone for good */
+    struct dsp_ledger_conn c;
+    uint64_t own_cap; /* DSP_NODE_MAX_PINNED's size, or UINT64_MAX for auto */
+    uint64_t plan_cap;
+    unsigned wait_ms;
+    int rank, local_rank;
+    _Atomic int timer_running;
+    int forked; /* a fork child, never exec'd: it starts no thread */
+    char key[200], path[128];
+} node = {.c = {.fd = -1, .slot = -1}, .rank = -1, .local_rank = -1};
+
+/* Published for lock-free readers (the timer, the pool cap). */
+static _Atomic(struct dsp_ledger_slot *) node_slot;
+static _Atomic(struct dsp_ledger_map *) node_map;
+static _Atomic uint64_t trim_seen;
+_Atomic int dsp_node_timer_wanted;
+DSP_TLS size_t dsp_node_wait_len;
+static DSP_TLS int retrying;
+
+static int env_int(const char *a, const char *b) {
+    const char *v = getenv(a);
+    if (!v || !*v) v = b ? getenv(b) : NULL;
+    if (!v || *v < '0' || *v > '9') return -1;
+    long n = 0;
+    for (; *v >= '0' && *v <= '9' && n < 1000000; v++) n = n * 10 + (*v - '0');
+    return (int)n;
+}
+
+/* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). */
+static void cgroup_key(char *out, size_t cap, const char *path, size_t n) {
+    char dir[192];
+    if (n >= sizeof dir) n = sizeof dir - 1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    dsp_fmt(out, cap, "cgroup:%s", dir);
+}
+
+void dsp_node_default_key(char *out, size_t cap) {
+    struct dsp_cgroup cg;
+    if (dsp_cgroup_query(&cg) == 0 && cg.file[0]) {
+        const char *slash = strrchr(cg.file, '/');
+        cgroup_key(out, cap, cg.file, slash ? (size_t)(slash - cg.file) : strlen(cg.file));
+        return;
+    }
+    /* No limit anywhere: the memory controller's line of /proc/self/cgroup
+     * (v1), else the unified one (v2, "0::"). */
+    char text[4096];
+    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0) {
+        const char *at = strstr(text, ":memory:"), *from = at ? at + 8 : NULL;
+        if (!from) {
+            const char *v2 = strstr(text, "0::");
+            if (v2 == text || (v2 && v2[-1] == '\n')) from = v2 + 3;
+        }
+        if (from) {
+            const char *end = strchr(from, '\n');
+            cgroup_key(out, cap, from, end ? (size_t)(end - from) : strlen(from));
+            return;
+        }
+    }
+    dsp_fmt(out, cap, "node");
+}
+
+void dsp_node_plan(struct dsp_node_plan *p) {
+    size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
+    p->on = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF;
+    p->explicit_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF;
+    size_t ram = dsp_sys_ram(), mem = dsp_cgroup_ram();
+    if (p->explicit_cap) {
+        p->cap = opt;
+        p->why = "DSP_NODE_MAX_PINNED";
+    } else {
+        p->cap = dsp_budget_auto(mem);
+        p->why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
+    }
+    if (dsp_cfg.node_key[0])
+        dsp_fmt(p->key, sizeof p->key, "key:%s", dsp_cfg.node_key);
+    else
+        dsp_node_default_key(p->key, sizeof p->key);
+    dsp_ledger_path(p->path, sizeof p->path, "/dev/shm", (unsigned)geteuid(), p->key);
+}
+
+/* Only the options: the key and the cap need the memory cgroup's files,
+ * read at the first pin, so a process that never pins (a shell under a
+ * launcher) pays nothing for the ledger. */
+void dsp_node_configure(void) {
+    size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
+    node.state = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF ? 0 : -1;
+    node.own_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF ? opt : UINT64_MAX;
+    node.wait_ms = (unsigned)dsp_opt(DSP_OPT_NODE_WAIT);
+    node.rank = env_int("RANK", "SLURM_PROCID");
+    node.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID");
+    if (node.state < 0) dsp_info("node ledger off: this process budgets alone");
+}
+
+int dsp_node_rank(void) {
+    return node.rank;
+}
+
+static uint64_t cap_of(const struct dsp_ledger_map *m) {
+    uint64_t shared = atomic_load(&m->head.h.cap);
+    return node.own_cap < shared ? node.own_cap : shared;
+}
+
+static uint64_t cap_now(void) {
+    return cap_of(node.c.map);
+}
+
+/* The pid the program started (or exec'd) as: a process that joins with
+ * another pid is a fork child, even where the fork handlers were not
+ * installed yet (a parent that had not used the shim when it forked). */
+static pid_t loaded_pid;
+__attribute__((constructor)) static void node_loaded(void) {
+    loaded_pid = getpid();
+}
+
+/* The process joins at its first pin, with nothing pinned yet, so its slot
+ * always holds exactly what the manager counts as pinned. */
+static int join(void) {
+    if (getpid() != loaded_pid) node.forked = 1;
+    struct dsp_node_plan p;
+    dsp_node_plan(&p);
+    /* auto: exactly what the process's own cap is for DSP_MAX_PINNED=auto,
+     * taken at start-up (one process alone keeps the budget it had before
+     * the ledger), never an explicit DSP_MAX_PINNED: that one caps the
+     * process, and must not become the cap of every other one (regression:
+     * a test's DSP_MAX_PINNED=4M capped the whole node, and the refusals
+     * this made emptied the other processes' pools). */
+    node.plan_cap = p.explicit_cap ? p.cap : dsp_mgr.auto_cap;
+    memcpy(node.key, p.key, sizeof node.key);
+    memcpy(node.path, p.path, sizeof node.path);
+    const char *why;
+    int err;
+    if (dsp_ledger_open(&node.c, node.path, node.key, node.plan_cap, &why, &err) != 0) {
+        node.state = -1;
+        dsp_once(DSP_LOG_WARN,
+                 "node ledger %s %s%s%s; this process budgets alone (DSP_MAX_PINNED), as with "
+                 "DSP_NODE=off",
+                 node.path, why, err ? ": " : "", err ? dsp_errname(err) : "");
+        return -1;
+    }
+    uint64_t cap = cap_now();
+    int rc = dsp_ledger_claim(&node.c, node.rank, node.local_rank, cap);
+    if (rc != 0) { /* the owners gone are reclaimed on the way: one more look */
+        dsp_ledger_reclaim(&node.c);
+        rc = dsp_ledger_claim(&node.c, node.rank, node.local_rank, cap);
+    }
+    if (rc != 0) {
+        dsp_ledger_close(&node.c);
+        node.state = -1;
+        dsp_once(DSP_LOG_WARN,
+                 "node ledger %s: all %d slots are held by live processes; this process budgets "
+                 "alone (DSP_MAX_PINNED)",
+                 node.path, DSP_LEDGER_SLOTS);
+        return -1;
+    }
+    struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
+    atomic_store(&trim_seen, atomic_load(&s->trim_req));
+    atomic_store(&node_map, node.c.map);
+    atomic_store(&node_slot, s);
+    node.state = 1;
+    dsp_stat_set(DSP_ST_node_cap_bytes, cap);
+    char a[32];
+    dsp_info("node ledger %s (%s): cap %s (%s), slot %d", node.path, node.key,
+             dsp_fmt_bytes(a, sizeof a, cap), p.why, node.c.slot);
+    /* A fork child of a threaded parent (and every pinning parent has the
+     * timer) must not start threads before it execs (POSIX allows only
+     * async-signal-safe calls there; ThreadSanitizer refuses it): it answers
+     * yield requests at its own new pins instead (dsp_node_reserve). */
+    if (!node.forked && !atomic_load(&node.timer_running)) atomic_store(&dsp_node_timer_wanted, 1);
+    return 0;
+}
+
+static void publish_map(const struct dsp_ledger_map *m) {
+    dsp_stat_set(DSP_ST_node_cap_bytes, cap_of(m));
+    dsp_stat_set(DSP_ST_node_pinned_bytes, dsp_ledger_total(m));
+    dsp_stat_set(DSP_ST_node_users, atomic_load(&m->head.h.users));
+}
+
+void dsp_node_publish(void) {
+    const struct dsp_ledger_map *m = atomic_load(&node_map);
+    if (m) publish_map(m);
+}
+
+int dsp_node_reserve(size_t len, int silent) {
+    if (node.state < 0) return 0;
+    if (node.state == 0 && (dsp_mgr.pinned != 0 || join() != 0)) return 0;
+    if (DSP_UNLIKELY(!dsp_ledger_fd_ok(&node.c))) { /* one fstat a new pin, never a pool hit */
+        /* Its slot's lock went with the descriptor: others may reclaim the
+         * slot at any moment, so this process stops using it. The mapping
+         * stays (the timer may still read it). */
+        atomic_store(&node_slot, NULL);
+        atomic_store(&node_map, NULL);
+        node.state = -1;
+        dsp_once(DSP_LOG_WARN,
+                 "node ledger %s: the program closed its descriptor; this process budgets alone "
+                 "from now on (DSP_MAX_PINNED)",
+                 node.path);
+        return 0;
+    }
+    if (DSP_UNLIKELY(node.forked)) { /* no timer here: requests answered at each new pin */
+        struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
+        uint64_t g = atomic_load(&s->trim_req);
+        if (g != atomic_load(&trim_seen)) {
+            atomic_store(&trim_seen, g);
+            dsp_stat_add(DSP_ST_node_yields, 1);
+            dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
+        }
+        atomic_store(&s->pooled, dsp_pooled_bytes());
+    }
+    uint64_t cap = cap_now();
+    if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
+    /* The slow path, on a refusal only: owners that are gone give their
+     * share back at once, then this process's own pool, then the others'. */
+    uint64_t got = dsp_ledger_reclaim(&node.c);
+    if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+    if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
+    if (silent || len > cap) return -ENOMEM;
+    if (dsp_mgr.cached.bytes) {
+        dsp_pool_release_until(0);
+        if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
+    }
+    publish_map(node.c.map);
+    if (!retrying && node.wait_ms && dsp_ledger_ask_yield(&node.c)) {
+        dsp_node_wait_len = len;
+        return -EAGAIN;
+    }
+    atomic_fetch_add(&node.c.map->slot[node.c.slot].refused, 1);
+    dsp_stat_add(DSP_ST_node_refusals, 1);
+    return -ENOMEM;
+}
+
+void dsp_node_release(size_t len) {
+    if (node.state == 1) dsp_ledger_sub(&node.c, len);
+}
+
+void dsp_node_log_refusal(size_t len) {
+    char a[32], b[32], c[32];
+    struct dsp_ledger_map *m = node.c.map;
+    dsp_once(DSP_LOG_WARN,
+             "pinning %s refused: the node's pinned memory is at DSP_NODE_MAX_PINNED=%s (%s "
+             "pinned by %u processes of ledger %s); free pinned memory in one of them, raise "
+             "DSP_NODE_MAX_PINNED, or set DSP_NODE=off; the caller falls back",
+             dsp_fmt_bytes(a, sizeof a, len), dsp_fmt_bytes(b, sizeof b, cap_now()),
+             dsp_fmt_bytes(c, sizeof c, dsp_ledger_total(m)), atomic_load(&m->head.h.users),
+             node.key);
+}
+
+static void nap(long ns) {
+    struct timespec ts = {0, ns};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+void dsp_node_wait(void) {
+    size_t len = dsp_node_wait_len;
+    dsp_node_wait_len = 0;
+    retrying = 1;
+    struct dsp_ledger_map *m = atomic_load(&node_map);
+    if (!m) return;
+    dsp_stat_add(DSP_ST_node_waits, 1);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int saved = errno;
+    for (;;) {
+        if (dsp_ledger_total(m) + len <= cap_of(m)) break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        if (ms >= (long)node.wait_ms) break;
+        nap(WAIT_STEP_NS);
+    }
+    errno = saved;
+}
+
+void dsp_node_retry_done(void) {
+    retrying = 0;
+}
+
+size_t dsp_node_pool_max(size_t pool_max) {
+    struct dsp_ledger_map *m = atomic_load_explicit(&node_map, memory_order_relaxed);
+    if (!m) return pool_max;
+    uint32_t users = atomic_load_explicit(&m->head.h.users, memory_order_relaxed);
+    uint64_t share =
+        users > 1 ? atomic_load_explicit(&m->head.h.cap, memory_order_relaxed) / users : UINT64_MAX;
+    return share < pool_max ? (size_t)share : pool_max;
+}
+
+/* Every 50 ms: the pooled figure others read before asking, and their
+ * requests answered by giving the whole pool back (dsp_trim: live blocks are
+ * never touched). A thread, because the process holding an idle pool is
+ * often idle itself (a rank waiting on a collective). */
+static void *timer_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        nap(TIMER_NS);
+        struct dsp_ledger_slot *s = atomic_load(&node_slot);
+        if (!s) continue;
+        uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&trim_seen);
+        if (g != seen && atomic_compare_exchange_strong(&trim_seen, &seen, g)) {
+            size_t n = dsp_trim();
+            dsp_stat_add(DSP_ST_node_yields, 1);
+            dsp_stat_add(DSP_ST_node_yielded_bytes, n);
+        }
+        atomic_store(&s->pooled, dsp_stat_get(DSP_ST_pool_cached_bytes));
+    }
+    return NULL;
+}
+
+void dsp_node_start_timer(void) {
+    int one = 1;
+    if (!atomic_compare_exchange_strong(&dsp_node_timer_wanted, &one, 0)) return;
+    /* Signals stay with the program's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 64 * 1024);
+    pthread_t t;
+    int rc = pthread_create(&t, &at, timer_main, NULL);
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0) {
+        atomic_store(&node.timer_running, 1);
+        return;
+    }
+    dsp_once(DSP_LOG_WARN,
+             "node ledger: no thread for yield requests (%s): this process's idle pool is "
+             "given back only when it allocates",
+             dsp_errname(rc));
+}
+
+void dsp_node_fork_child(void) {
+    atomic_store(&node_slot, NULL);
+    atomic_store(&node_map, NULL);
+    atomic_store(&dsp_node_timer_wanted, 0);
+    atomic_store(&node.timer_running, 0); /* threads are not inherited */
+    node.forked = 1;
+    if (node.state == 1) {
+        /* The parent's slot stays the parent's: this copy of the descriptor
+         * is closed without unlocking (the lock belongs to the open file,
+         * which the parent keeps). */
+        munmap(node.c.map, sizeof *node.c.map);
+        close(node.c.fd);
+        node.c.map = NULL;
+        node.c.fd = -1;
+        node.c.slot = -1;
+        node.state = 0;
+    }
+}
+
+/* At exit the slot is freed at once rather than at the next refusal
+ * somewhere. Not from inside our own lock (exit from a signal handler). */
+__attribute__((destructor)) static void node_fini(void) {
+    if (dsp_in_manager || node.state != 1) return;
+    dsp_mgr_lock();
+    if (node.state == 1) {
+        publish_map(node.c.map); /* the exit statistics show the node as it was */
+        atomic_store(&node_slot, NULL);
+        atomic_store(&node_map, NULL);
+        dsp_ledger_leave(&node.c);
+        node.state = -1;
+    }
+    dsp_mgr_unlock();
+}

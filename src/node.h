@@ -1,0 +1,72 @@
+/* This process's part in the node ledger (ledger.h): when it joins, what its
+ * reservations check, the bounded wait of a refused allocation, the timer
+ * that gives the pool back on request, fork and exit. */
+#ifndef DSP_NODE_H
+#define DSP_NODE_H
+
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the configuration and the machine give, without opening anything
+ * (dspreload doctor shows the same). */
+struct dsp_node_plan {
+    int on;           /* DSP_NODE and DSP_NODE_MAX_PINNED allow it */
+    uint64_t cap;     /* the cap this process would set or apply */
+    int explicit_cap; /* DSP_NODE_MAX_PINNED gave a size */
+    const char *why;  /* what set cap */
+    char key[200];
+    char path[128];
+};
+void dsp_node_plan(struct dsp_node_plan *p);
+/* The key without DSP_NODE_KEY: "cgroup:" and the directory of the memory
+ * cgroup level that limits the process (the ranks of a job share it even
+ * where each task has a cgroup of its own below it, Slurm's task_N), or its
+ * own cgroup where no level has a limit, or "node". */
+void dsp_node_default_key(char *out, size_t cap);
+
+/* At initialisation: options read; nothing opened (a process that never
+ * pins never touches /dev/shm). */
+void dsp_node_configure(void);
+
+/* Under the manager's mutex, after the process's own budget accepted len
+ * more pinned bytes: 0 (reserved, or the process budgets alone), -ENOMEM
+ * (the node cap refused), or -EAGAIN (refused, others were asked to give
+ * back their pools: the caller drops the mutex, calls dsp_node_wait and
+ * tries again). silent: a first try that the caller repeats (no pool is
+ * trimmed, nobody asked). */
+int dsp_node_reserve(size_t len, int silent);
+void dsp_node_release(size_t len); /* under the mutex */
+/* The logged line of a refusal (once). */
+void dsp_node_log_refusal(size_t len);
+
+/* Set by dsp_node_reserve's -EAGAIN on this thread: the bytes to wait for. */
+extern DSP_TLS size_t dsp_node_wait_len;
+/* Outside the mutex: waits up to DSP_NODE_WAIT for the node to have room for
+ * dsp_node_wait_len bytes, then clears it. Until the caller's retry ends
+ * (dsp_node_retry_done), refusals are final. */
+void dsp_node_wait(void);
+void dsp_node_retry_done(void);
+
+/* The timer thread is started outside the mutex, after the first slot. */
+extern _Atomic int dsp_node_timer_wanted;
+void dsp_node_start_timer(void);
+
+/* DSP_POOL_MAX, or a smaller share when the ledger's users together could
+ * otherwise keep its cap idle: cap / users. */
+size_t dsp_node_pool_max(size_t pool_max);
+
+/* The node figures of the statistics read fresh from the ledger (lock-free:
+ * any time, at exit included). */
+void dsp_node_publish(void);
+
+/* RANK (or SLURM_PROCID), -1 when unset. */
+int dsp_node_rank(void);
+
+/* Fork child (manager slot): the parent's slot is not the child's, and
+ * the child has pinned nothing; it joins again at its first pin. */
+void dsp_node_fork_child(void);
+
+#endif

@@ -1,0 +1,96 @@
+/* Helper for the node ledger's tests (tests/node/node.sh): one process of a job
+ * that pins through dspreload.h and says what it got on stdout.
+ *   node_pin hold TOTAL_MB BLOCK_MB STOP [GO]  waits for the file GO (when
+ *       given), pins BLOCK_MB blocks until TOTAL_MB or refused, prints
+ *       "pinned N" (MiB), then holds them until the file STOP exists
+ *   node_pool MB STOP                         pins MB and frees it (the pool keeps it),
+ *       prints "pooled", waits for STOP
+ *   node_pin want MB SECONDS                  asks for MB until given or SECONDS pass:
+ *       "got MS" (milliseconds after the first try) and exit 0, or "refused", 1
+ *   node_pin fork                             pins 16 MiB, forks a child that pins
+ *       nothing and one that pins 16 MiB, each printing its pid and running the
+ *       shell command $NODE_PROBE, one after the other */
+#include <dspreload.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB ((size_t)1 << 20)
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void wait_file(const char *path) {
+    while (access(path, F_OK) != 0) usleep(10 * 1000);
+}
+
+static void touch(char *p, size_t len) {
+    for (size_t off = 0; off < len; off += 4096) p[off] = 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 5 && !strcmp(argv[1], "hold")) {
+        size_t total = (size_t)atol(argv[2]) * MiB, block = (size_t)atol(argv[3]) * MiB, got = 0;
+        if (argc > 5) wait_file(argv[5]);
+        while (got + block <= total) {
+            char *p = dsp_alloc(block);
+            if (!p) break;
+            touch(p, block);
+            got += block;
+        }
+        printf("pinned %zu\n", got / MiB);
+        fflush(stdout);
+        wait_file(argv[4]);
+        return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "pool")) {
+        size_t len = (size_t)atol(argv[2]) * MiB;
+        void *p = dsp_alloc(len);
+        if (!p || dsp_free(p) != 0) return printf("refused\n"), 1;
+        printf("pooled\n");
+        fflush(stdout);
+        wait_file(argv[3]);
+        return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "want")) {
+        size_t len = (size_t)atol(argv[2]) * MiB;
+        double t0 = now_ms(), until = t0 + atof(argv[3]) * 1e3;
+        do {
+            char *p = dsp_alloc(len);
+            if (p) {
+                printf("got %.0f\n", now_ms() - t0);
+                return 0;
+            }
+            usleep(50 * 1000);
+        } while (now_ms() < until);
+        printf("refused\n");
+        return 1;
+    }
+    if (argc == 2 && !strcmp(argv[1], "fork")) {
+        char *p = dsp_alloc(16 * MiB);
+        if (!p) return 2;
+        for (int k = 0; k < 2; k++) {
+            pid_t c = fork();
+            if (c == 0) {
+                if (k == 1 && !dsp_alloc(16 * MiB)) _exit(3);
+                printf("child %d\n", (int)getpid());
+                fflush(stdout);
+                const char *probe = getenv("NODE_PROBE");
+                _exit(probe && system(probe) != 0 ? 6 : 0);
+            }
+            int st;
+            if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 4;
+        }
+        printf("parent %d\n", (int)getpid());
+        return dsp_free(p) == 0 ? 0 : 5;
+    }
+    fprintf(stderr, "usage: node_pin hold|pool|want|fork ...\n");
+    return 2;
+}

@@ -1,0 +1,315 @@
+/* The node ledger's mechanism (src/ledger.c), on ledgers of the test's own
+ * under /dev/shm: the cap across processes, dead owners, and every file that
+ * must be refused. Two connections in one process are two open files, so
+ * their slot locks conflict as two processes' would. */
+#include "ledger.h"
+#include "node.h"
+
+#include "harness.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MiB ((uint64_t)1 << 20)
+
+static char path[128];
+
+static void gone(void) {
+    unlink(path);
+}
+
+/* Each test in a process of its own, with a ledger of its own. */
+static void fresh_path(void) {
+    snprintf(path, sizeof path, "/dev/shm/dspreload-test-ledger-%d", (int)getpid());
+    unlink(path);
+    atexit(gone);
+}
+
+static void open_ok(struct dsp_ledger_conn *c, uint64_t cap) {
+    const char *why = NULL;
+    int err = 0;
+    cr_assert_eq(dsp_ledger_open(c, path, "key:test", cap, &why, &err), 0, "%s (%s)", why,
+                 strerror(err));
+}
+
+static const char *open_refused(void) {
+    struct dsp_ledger_conn c;
+    const char *why = NULL;
+    int err = 0;
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
+    cr_assert_eq(c.fd, -1);
+    cr_assert_null(c.map);
+    return why;
+}
+
+Test(ledger, reserves_within_the_cap_and_gives_back, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    cr_assert_eq(st.st_size, sizeof(struct dsp_ledger_map));
+    cr_assert_eq(dsp_ledger_claim(&c, 3, 1, 64 * MiB), 0);
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 48 * MiB, 64 * MiB), 0);
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 16 * MiB, 64 * MiB), 0, "alone, up to the cap");
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 1, 64 * MiB), -1);
+    cr_assert_eq(dsp_ledger_total(c.map), 64 * MiB, "a refusal leaves nothing behind");
+    dsp_ledger_sub(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_total(c.map), 0);
+    cr_assert_eq(c.map->slot[c.slot].rank, 3);
+    dsp_ledger_close(&c);
+    cr_assert_eq(c.fd, -1);
+}
+
+Test(ledger, near_the_cap_a_process_past_its_share_leaves_the_rest, .init = fresh_path) {
+    struct dsp_ledger_conn a, b;
+    open_ok(&a, 8 * MiB);
+    open_ok(&b, 8 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&a, -1, -1, 8 * MiB), 0);
+    cr_assert_eq(dsp_ledger_claim(&b, -1, -1, 8 * MiB), 0);
+    cr_assert_neq(a.slot, b.slot, "two open files: two owners");
+    cr_assert_eq(dsp_ledger_try_reserve(&b, 1 * MiB, 8 * MiB), 0);
+    uint64_t got = 0;
+    while (dsp_ledger_try_reserve(&a, 1 * MiB, 8 * MiB) == 0) got += MiB;
+    cr_assert_eq(got, 6 * MiB, "past 7 MiB of 8, a holds no more than its half: %llu",
+                 (unsigned long long)got);
+    cr_assert_eq(dsp_ledger_try_reserve(&b, 1 * MiB, 8 * MiB), 0, "b, below its half, gets more");
+    dsp_ledger_close(&a);
+    dsp_ledger_close(&b);
+}
+
+/* Four processes racing for 1 MiB reservations, started together once all
+ * hold a slot, never hold more than the cap, and each gets some. */
+Test(ledger, processes_racing_never_pass_the_cap, .init = fresh_path) {
+    int res[2], go[2], hold[2];
+    cr_assert_eq(pipe(res), 0);
+    cr_assert_eq(pipe(go), 0);
+    cr_assert_eq(pipe(hold), 0);
+    pid_t kids[4];
+    for (int k = 0; k < 4; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            /* Only the parent's ends keep the others waiting: a parent that
+             * failed must not leave them blocked. */
+            close(res[0]);
+            close(go[1]);
+            close(hold[1]);
+            struct dsp_ledger_conn c;
+            const char *why;
+            int err;
+            if (dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err) != 0 ||
+                dsp_ledger_claim(&c, k, k, 64 * MiB) != 0)
+                _exit(1);
+            uint64_t got = 0;
+            char x;
+            if (write(res[1], &got, sizeof got) != sizeof got || read(go[0], &x, 1) != 1) _exit(2);
+            for (int i = 0; i < 100; i++) {
+                if (dsp_ledger_try_reserve(&c, MiB, 64 * MiB) == 0) got += MiB;
+                usleep(1000); /* a pin takes time: the others run meanwhile */
+            }
+            if (write(res[1], &got, sizeof got) != sizeof got) _exit(3);
+            if (read(hold[0], &x, 1) != 0) _exit(4); /* hold until the parent has summed */
+            _exit(0);
+        }
+    }
+    close(res[1]);
+    close(go[0]);
+    close(hold[0]);
+    uint64_t got;
+    for (int k = 0; k < 4; k++) cr_assert_eq(read(res[0], &got, sizeof got), sizeof got);
+    cr_assert_eq(write(go[1], "xxxx", 4), 4);
+    uint64_t sum = 0;
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(read(res[0], &got, sizeof got), sizeof got);
+        cr_assert_gt(got, 0, "every process got some");
+        sum += got;
+    }
+    cr_assert_leq(sum, 64 * MiB, "held together: %llu", (unsigned long long)sum);
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_total(c.map), sum);
+    close(hold[1]);
+    for (int k = 0; k < 4; k++) {
+        int st;
+        cr_assert_eq(waitpid(kids[k], &st, 0), kids[k]);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    /* They exited without leaving: the next refusal's scan takes it all back. */
+    cr_assert_eq(dsp_ledger_reclaim(&c), sum);
+    cr_assert_eq(dsp_ledger_total(c.map), 0);
+    cr_assert_eq(atomic_load(&c.map->head.h.users), 0);
+    dsp_ledger_close(&c);
+}
+
+Test(ledger, a_killed_owner_is_reclaimed_a_live_one_never, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 8 * MiB, 64 * MiB), 0);
+    int ready[2];
+    cr_assert_eq(pipe(ready), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        struct dsp_ledger_conn k;
+        const char *why;
+        int err;
+        if (dsp_ledger_open(&k, path, "key:test", 64 * MiB, &why, &err) != 0 ||
+            dsp_ledger_claim(&k, -1, -1, 64 * MiB) != 0 ||
+            dsp_ledger_try_reserve(&k, 32 * MiB, 64 * MiB) != 0)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1) _exit(2);
+        pause();
+        _exit(0);
+    }
+    char x;
+    cr_assert_eq(read(ready[0], &x, 1), 1);
+    cr_assert_eq(dsp_ledger_reclaim(&c), 0, "the owner lives");
+    cr_assert_eq(dsp_ledger_total(c.map), 40 * MiB);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    cr_assert_eq(dsp_ledger_reclaim(&c), 32 * MiB);
+    cr_assert_eq(dsp_ledger_total(c.map), 8 * MiB, "our own slot is never reclaimed");
+    dsp_ledger_close(&c);
+}
+
+Test(ledger, yield_requests_reach_the_pooling_owners, .init = fresh_path) {
+    struct dsp_ledger_conn a, b;
+    open_ok(&a, 64 * MiB);
+    open_ok(&b, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&a, -1, -1, 64 * MiB), 0);
+    cr_assert_eq(dsp_ledger_claim(&b, -1, -1, 64 * MiB), 0);
+    cr_assert_eq(dsp_ledger_ask_yield(&b), 0, "nobody pools: nobody asked");
+    atomic_store(&a.map->slot[a.slot].pooled, 5 * MiB);
+    uint64_t gen = atomic_load(&a.map->slot[a.slot].trim_req);
+    cr_assert_eq(dsp_ledger_ask_yield(&b), 5 * MiB);
+    cr_assert_eq(atomic_load(&a.map->slot[a.slot].trim_req), gen + 1);
+    dsp_ledger_close(&a);
+    dsp_ledger_close(&b);
+}
+
+Test(ledger, a_creator_that_died_half_way_leaves_a_usable_file, .init = fresh_path) {
+    int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd); /* size 0: killed before it sized the file */
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
+    dsp_ledger_close(&c);
+}
+
+Test(ledger, a_stale_ledger_takes_the_new_cap, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    dsp_ledger_close(&c);
+    open_ok(&c, 32 * MiB);
+    cr_assert_eq(atomic_load(&c.map->head.h.cap), 32 * MiB, "no users: the opener's cap");
+    cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 32 * MiB), 0);
+    struct dsp_ledger_conn d;
+    open_ok(&d, 128 * MiB);
+    cr_assert_eq(atomic_load(&d.map->head.h.cap), 32 * MiB, "a user: the cap stays");
+    dsp_ledger_close(&d);
+    dsp_ledger_close(&c);
+}
+
+Test(ledger, refuses_a_symbolic_link, .init = fresh_path) {
+    char target[160];
+    snprintf(target, sizeof target, "%s.target", path);
+    int fd = open(target, O_CREAT | O_RDWR, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(symlink(target, path), 0);
+    cr_assert_str_eq(open_refused(), "cannot be opened or created");
+    struct stat st;
+    cr_assert_eq(stat(target, &st), 0);
+    cr_assert_eq(st.st_size, 0, "the link's target untouched");
+    unlink(target);
+}
+
+static void plant(size_t size, mode_t mode, int garbage) {
+    int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+    cr_assert_geq(fd, 0);
+    char buf[4096];
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = garbage ? (char)(i * 7 + 1) : 0;
+    for (size_t done = 0; done < size;) {
+        size_t n = size - done < sizeof buf ? size - done : sizeof buf;
+        cr_assert_eq(write(fd, buf, n), (ssize_t)n);
+        done += n;
+    }
+    fchmod(fd, mode);
+    close(fd);
+}
+
+Test(ledger, refuses_a_corrupt_file, .init = fresh_path) {
+    plant(sizeof(struct dsp_ledger_map), 0600, 1);
+    cr_assert_str_eq(open_refused(), "is corrupt (bad magic)");
+}
+
+Test(ledger, refuses_the_wrong_size, .init = fresh_path) {
+    plant(100, 0600, 0);
+    cr_assert_str_eq(open_refused(), "has the wrong size");
+}
+
+Test(ledger, refuses_a_file_others_may_write, .init = fresh_path) {
+    plant(sizeof(struct dsp_ledger_map), 0622, 0);
+    cr_assert_str_eq(open_refused(), "is writable by group or others");
+}
+
+Test(ledger, refuses_another_users_file, .init = fresh_path) {
+    if (geteuid() != 0) return; /* only root can give a file away */
+    plant(sizeof(struct dsp_ledger_map), 0600, 0);
+    cr_assert_eq(chown(path, 65534, 65534), 0);
+    cr_assert_str_eq(open_refused(), "belongs to another user");
+}
+
+Test(ledger, refuses_another_keys_ledger_at_the_same_name, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    dsp_ledger_close(&c);
+    const char *why;
+    int err;
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:other", 64 * MiB, &why, &err), -1);
+    cr_assert_str_eq(why, "belongs to another key");
+}
+
+Test(ledger, paths_name_the_user_and_the_key, .init = fresh_path) {
+    char a[128], b[128], c[128];
+    dsp_ledger_path(a, sizeof a, "/dev/shm", 1000, "key:x");
+    dsp_ledger_path(b, sizeof b, "/dev/shm", 1000, "key:y");
+    dsp_ledger_path(c, sizeof c, "/dev/shm", 1001, "key:x");
+    cr_assert(!strncmp(a, "/dev/shm/dspreload-1000-", 24), "%s", a);
+    cr_assert(strcmp(a, b) != 0);
+    cr_assert(strcmp(a, c) != 0);
+}
+
+/* No /dev/shm (a minimal container): refused with the reason, nothing made. */
+Test(ledger, refuses_a_missing_directory, .init = fresh_path) {
+    snprintf(path, sizeof path, "/nonexistent-dspreload-%d/ledger", (int)getpid());
+    struct dsp_ledger_conn c;
+    const char *why = NULL;
+    int err = 0;
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
+    cr_assert_str_eq(why, "cannot be opened or created");
+    cr_assert_eq(err, ENOENT);
+}
+
+/* Regression: the default key was the literal "cgroup:%.*s" (dsp_fmt has no
+ * precision), so every cgroup of a user shared one ledger. */
+Test(ledger, the_default_key_names_the_cgroup, .init = fresh_path) {
+    char key[200], text[4096] = "";
+    dsp_node_default_key(key, sizeof key);
+    cr_assert(strstr(key, "%") == NULL, "%s", key);
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    if (strcmp(key, "node") != 0) {
+        cr_assert(!strncmp(key, "cgroup:", 7), "%s", key);
+        cr_assert_gt(strlen(key), 7, "%s", key);
+    }
+}
