@@ -1,9 +1,13 @@
-/* A KvikIO-style client (issue 15): libcufile.so.0 opened with dlopen
- * RTLD_LOCAL and every function looked up with dlsym on that handle, which
- * symbol interposition never sees. The lookups give the shim's hooks, so a
- * read into pinned host memory is served straight (nothing staged by cuFile,
- * the real cuFileRead not called). With "off" (DSP_CUFILE=off): the lookups
- * give the library's own functions and cuFile does the work. */
+/* A KvikIO-style client (issue 15): libcufile.so.0 and libcuda.so.1 opened
+ * with dlopen RTLD_LOCAL and every function looked up with dlsym on those
+ * handles, which symbol interposition never sees (kvikio cpp/src/shim/).
+ * The lookups give the shim's hooks: KvikIO's bounce buffers
+ * (cuMemHostAlloc(PORTABLE), 20 cycles of 64 MiB) come from the pool, its
+ * page-aligned ones (aligned_alloc + cuMemHostRegister) still reach the
+ * driver, and a read into pinned host memory is served straight (nothing
+ * staged by cuFile, the real cuFileRead not called). With "off"
+ * (DSP_CUFILE=off): the cuFile lookups give the library's own functions and
+ * cuFile does the work. */
 #include "cufile_test.h"
 
 #include <dlfcn.h>
@@ -40,6 +44,36 @@ int main(int argc, char **argv) {
         "cuFileHandleRegister", "cuFileRead",        "cuFileWrite"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         CHECK((dlsym(h, names[i]) == dlsym(RTLD_DEFAULT, names[i])) == !off, "%s", names[i]);
+    if (!off) {
+        /* The bounce buffers, through libcuda's handle. */
+        void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        CHECK(cu, "dlopen libcuda: %s", dlerror());
+        int (*cu_init)(unsigned) = (int (*)(unsigned))must(cu, "cuInit");
+        int (*retain)(void **, int) = (int (*)(void **, int))must(cu, "cuDevicePrimaryCtxRetain");
+        int (*set)(void *) = (int (*)(void *))must(cu, "cuCtxSetCurrent");
+        int (*host_alloc)(void **, size_t, unsigned) =
+            (int (*)(void **, size_t, unsigned))must(cu, "cuMemHostAlloc");
+        int (*free_host)(void *) = (int (*)(void *))must(cu, "cuMemFreeHost");
+        int (*host_register)(void *, size_t, unsigned) =
+            (int (*)(void *, size_t, unsigned))must(cu, "cuMemHostRegister_v2");
+        int (*host_unregister)(void *) = (int (*)(void *))must(cu, "cuMemHostUnregister");
+        int (*cu_count)(const char *) = (int (*)(const char *))must(cu, "fakecu_count");
+        void *ctx = NULL;
+        CHECK(cu_init(0) == 0 && retain(&ctx, 0) == 0 && set(ctx) == 0);
+        for (int i = 0; i < 20; i++) {
+            void *b = NULL;
+            CHECK(host_alloc(&b, 64 * MiB, 1 /* PORTABLE */) == 0 && is_pinned(b, 64 * MiB));
+            ((char *)b)[i] = 1;
+            CHECK(free_host(b) == 0);
+        }
+        CHECK(cu_count("cuMemHostAlloc") == 0, "the bounce buffers never reached the driver");
+        void *aligned = aligned_alloc(4096, 4 * MiB);
+        CHECK(aligned && host_register(aligned, 4 * MiB, 1) == 0);
+        CHECK(cu_count("cuMemHostRegister_v2") == 2, "the program's own memory reached it: %d",
+              cu_count("cuMemHostRegister_v2"));
+        CHECK(host_unregister(aligned) == 0);
+        free(aligned);
+    }
     CHECK(open_driver().err == CU_FILE_SUCCESS);
     size_t n = 4 * MiB;
     int wfd = make_file("/tmp", n, 3);
