@@ -13,6 +13,7 @@
 #define DSP_CUDA_PROTOTYPES
 #include "cuda_types.h"
 #include "schema.h"
+#include "side.h"
 #include "timing.h"
 
 #include <stdio.h>
@@ -72,23 +73,8 @@ struct side {
 };
 
 static int run_side(char *const argv0, const char *preload, int quick, struct side *r) {
-    int fds[2];
-    if (pipe(fds)) return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        if (preload) setenv("LD_PRELOAD", preload, 1);
-        setenv("DSPRELOAD_BENCH_SIDE", "1", 1);
-        execl(argv0, argv0, quick ? "--quick" : "--full", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char buf[128] = {0};
-    ssize_t n = read(fds[0], buf, sizeof buf - 1);
-    close(fds[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) ||
+    char buf[256];
+    if (bench_side(argv0, preload, quick, buf, sizeof buf) != 0 ||
         sscanf(buf, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %d", &r->cycle[0], &r->cycle[1],
                &r->cycle[2], &r->pass[0], &r->pass[1], &r->pass[2], &r->fork[0], &r->fork[1],
                &r->fork[2], &r->reps) != 10)
@@ -97,7 +83,7 @@ static int run_side(char *const argv0, const char *preload, int quick, struct si
 }
 
 int main(int argc, char **argv) {
-    if (getenv("DSPRELOAD_BENCH_SIDE")) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
+    if (getenv(BENCH_SIDE_ENV)) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
     int quick;
     const char *json;
     if (schema_args(argc, argv, 2, "--schema-json",

@@ -14,6 +14,7 @@
  * and the shim starts one at the first pin (the node ledger's timer), so a
  * single-threaded baseline would charge that to the hook. */
 #include "schema.h"
+#include "side.h"
 #include "timing.h"
 
 #include <dlfcn.h>
@@ -83,23 +84,8 @@ struct side {
 };
 
 static int run_side(char *const argv0, const char *preload, int quick, struct side *r) {
-    int fds[2];
-    if (pipe(fds)) return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        if (preload) setenv("LD_PRELOAD", preload, 1);
-        setenv("DSPRELOAD_BENCH_SIDE", "1", 1);
-        execl(argv0, argv0, quick ? "--quick" : "--full", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char buf[256] = {0};
-    ssize_t n = read(fds[0], buf, sizeof buf - 1);
-    close(fds[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) ||
+    char buf[256];
+    if (bench_side(argv0, preload, quick, buf, sizeof buf) != 0 ||
         sscanf(buf, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %d", &r->handle[0], &r->handle[1],
                &r->handle[2], &r->dflt[0], &r->dflt[1], &r->dflt[2], &r->cycle[0], &r->cycle[1],
                &r->cycle[2], &r->reps) != 10)
@@ -108,7 +94,7 @@ static int run_side(char *const argv0, const char *preload, int quick, struct si
 }
 
 int main(int argc, char **argv) {
-    if (getenv("DSPRELOAD_BENCH_SIDE")) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
+    if (getenv(BENCH_SIDE_ENV)) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
     int quick;
     const char *json;
     if (schema_args(argc, argv, 2, "--schema-json",
