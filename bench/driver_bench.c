@@ -72,62 +72,39 @@ static int measure(int quick) {
         cyc[r] = (now() - t) / per;
         if (hl[r] < 0 || dl[r] < 0) return 1;
     }
-    double a = median(hl, reps), b = median(dl, reps), c = median(cyc, reps);
-    printf("%.3f %.3f %.3f %.3f %.3f %.3f %.9f %.9f %.9f %d\n", a, hl[0], hl[reps - 1], b, dl[0],
-           dl[reps - 1], c, cyc[0], cyc[reps - 1], reps);
-    return 0;
-}
-
-struct side {
-    double handle[3], dflt[3], cycle[3];
-    int reps;
-};
-
-static int run_side(char *const argv0, const char *preload, int quick, struct side *r) {
-    char buf[256];
-    if (bench_side(argv0, preload, quick, buf, sizeof buf) != 0 ||
-        sscanf(buf, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %d", &r->handle[0], &r->handle[1],
-               &r->handle[2], &r->dflt[0], &r->dflt[1], &r->dflt[2], &r->cycle[0], &r->cycle[1],
-               &r->cycle[2], &r->reps) != 10)
-        return -1;
+    bench_emit(hl, dl, cyc, reps);
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (getenv(BENCH_SIDE_ENV)) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
-    int quick;
+    int quick, done;
     const char *json;
-    if (schema_args(argc, argv, 2, "--schema-json",
-                    "driver_bench LIBDSPRELOAD [--quick] [--schema-json FILE]", &quick, &json) != 0)
-        return 2;
-    struct side w, s; /* without, with the shim */
-    if (run_side(argv[0], NULL, quick, &w) || run_side(argv[0], argv[1], quick, &s)) {
-        fprintf(stderr, "driver_bench: a run failed (is libcuda.so.1, the test double, found?)\n");
-        return 1;
-    }
+    struct bench_figs w, s; /* without, with the shim */
+    int rc = bench_two_sides(argc, argv, "driver_bench", measure, &quick, &json, &w, &s, &done);
+    if (done) return rc;
     printf("| benchmark (libcuda test double) | dspreload (median) | without (median) | ratio |\n");
     printf("|---|---|---|---|\n");
-    printf("| dlsym(handle, \"cos\"), not served | %.1f ns | %.1f ns | %.2fx |\n", s.handle[0],
-           w.handle[0], s.handle[0] / w.handle[0]);
-    printf("| dlsym(RTLD_DEFAULT, \"printf\") | %.1f ns | %.1f ns | %.2fx |\n", s.dflt[0],
-           w.dflt[0], s.dflt[0] / w.dflt[0]);
+    printf("| dlsym(handle, \"cos\"), not served | %.1f ns | %.1f ns | %.2fx |\n", s.f[0][0],
+           w.f[0][0], s.f[0][0] / w.f[0][0]);
+    printf("| dlsym(RTLD_DEFAULT, \"printf\") | %.1f ns | %.1f ns | %.2fx |\n", s.f[1][0],
+           w.f[1][0], s.f[1][0] / w.f[1][0]);
     printf("| 64 MiB cuMemHostAlloc+cuMemFreeHost cycle (dlsym'd) | %.2f us | %.2f ms | %.0fx |\n",
-           s.cycle[0] * 1e6, w.cycle[0] * 1e3, w.cycle[0] / s.cycle[0]);
+           s.f[2][0] * 1e6, w.f[2][0] * 1e3, w.f[2][0] / s.f[2][0]);
     if (!json) return 0;
     struct schema_fig *f =
         schema_figure("driver.dlsym.handle", "dlsym on a handle, a name the shim does not serve",
-                      "ns", s.handle[0], s.handle[1], s.handle[2], s.reps, 0);
-    schema_baseline(f, "glibc's dlsym without the shim", w.handle[0], w.handle[1], w.handle[2]);
+                      "ns", s.f[0][0], s.f[0][1], s.f[0][2], s.reps, 0);
+    schema_baseline(f, "glibc's dlsym without the shim", w.f[0][0], w.f[0][1], w.f[0][2]);
     schema_goal(f, "ratio >= 0.909"); /* at most 1.1x the cost (issue 15) */
     f = schema_figure("driver.dlsym.default", "dlsym(RTLD_DEFAULT), a name the shim does not serve",
-                      "ns", s.dflt[0], s.dflt[1], s.dflt[2], s.reps, 0);
-    schema_baseline(f, "glibc's dlsym without the shim", w.dflt[0], w.dflt[1], w.dflt[2]);
+                      "ns", s.f[1][0], s.f[1][1], s.f[1][2], s.reps, 0);
+    schema_baseline(f, "glibc's dlsym without the shim", w.f[1][0], w.f[1][1], w.f[1][2]);
     schema_goal(f, "ratio >= 0.909");
     f = schema_figure("driver.cycle.64MiB",
                       "64 MiB cuMemHostAlloc+cuMemFreeHost cycle, found by dlsym (XLA's way)", "us",
-                      s.cycle[0] * 1e6, s.cycle[1] * 1e6, s.cycle[2] * 1e6, s.reps, 0);
+                      s.f[2][0] * 1e6, s.f[2][1] * 1e6, s.f[2][2] * 1e6, s.reps, 0);
     schema_baseline(f, "the libcuda test double without the shim (populates, pins, unmaps)",
-                    w.cycle[0] * 1e6, w.cycle[1] * 1e6, w.cycle[2] * 1e6);
+                    w.f[2][0] * 1e6, w.f[2][1] * 1e6, w.f[2][2] * 1e6);
     schema_goal(f, "ratio >= 1000");
     return schema_write(json, "driver_bench", quick) ? 1 : 0;
 }

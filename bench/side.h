@@ -3,6 +3,10 @@
 #ifndef DSP_BENCH_SIDE_H
 #define DSP_BENCH_SIDE_H
 
+#include "schema.h"
+#include "timing.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -35,6 +39,54 @@ static inline int bench_side(char *const argv0, const char *preload, int quick, 
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) != pid) return -1;
     return got > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* What a side measured: three figures, each median, min and max, and the
+ * repeats. The child prints it (bench_emit), the parent reads it back. */
+struct bench_figs {
+    double f[3][3];
+    int reps;
+};
+
+/* Sorts each series and prints its median, min and max. */
+static inline void bench_emit(double *a, double *b, double *c, int reps) {
+    double *v[3] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        double m = median(v[i], reps); /* sorts */
+        printf("%.17g %.17g %.17g ", m, v[i][0], v[i][reps - 1]);
+    }
+    printf("%d\n", reps);
+}
+
+static inline int bench_figs_side(char *const argv0, const char *preload, int quick,
+                                  struct bench_figs *r) {
+    char buf[512];
+    double *f = &r->f[0][0];
+    return bench_side(argv0, preload, quick, buf, sizeof buf) == 0 &&
+                   sscanf(buf, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %d", &f[0], &f[1], &f[2], &f[3],
+                          &f[4], &f[5], &f[6], &f[7], &f[8], &r->reps) == 10
+               ? 0
+               : -1;
+}
+
+/* The main of such a benchmark: in a child, measure(quick); else the
+ * arguments (LIBDSPRELOAD [--quick] [--schema-json FILE]), then both sides
+ * into *without and *with. 0 to go on, else the exit status. */
+static inline int bench_two_sides(int argc, char **argv, const char *name, int (*measure)(int),
+                                  int *quick, const char **json, struct bench_figs *without,
+                                  struct bench_figs *with, int *done) {
+    *done = 1;
+    if (getenv(BENCH_SIDE_ENV)) return measure(argc > 1 && !strcmp(argv[1], "--quick"));
+    char usage[128];
+    snprintf(usage, sizeof usage, "%s LIBDSPRELOAD [--quick] [--schema-json FILE]", name);
+    if (schema_args(argc, argv, 2, "--schema-json", usage, quick, json) != 0) return 2;
+    if (bench_figs_side(argv[0], NULL, *quick, without) ||
+        bench_figs_side(argv[0], argv[1], *quick, with)) {
+        fprintf(stderr, "%s: a run failed\n", name);
+        return 1;
+    }
+    *done = 0;
+    return 0;
 }
 
 #endif
