@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -115,11 +116,17 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
      * followed; O_NONBLOCK: a FIFO planted there cannot hang the open. */
     int flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
     c->fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+    /* The umask may have narrowed 0600: the other processes of this user
+     * must be able to open it too. */
+    if (c->fd >= 0) fchmod(c->fd, 0600);
     if (c->fd < 0 && errno == EEXIST) c->fd = open(path, flags);
     if (c->fd < 0) return refuse(c, "cannot be opened or created", errno, why, err);
     struct stat st;
     if (fstat(c->fd, &st) != 0) return refuse(c, "cannot be examined", errno, why, err);
     if (!S_ISREG(st.st_mode)) return refuse(c, "is not a regular file", 0, why, err);
+    /* A hard link planted at the name (protected_hardlinks off) would have
+     * us write a ledger into another file of this user's. */
+    if (st.st_nlink != 1) return refuse(c, "has other names (hard links)", 0, why, err);
     c->dev = (unsigned long long)st.st_dev;
     c->ino = (unsigned long long)st.st_ino;
     if (st.st_uid != geteuid()) return refuse(c, "belongs to another user", 0, why, err);
@@ -132,24 +139,27 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
     if (lock_bounded(c->fd) != 0) return refuse(c, "cannot be locked", errno, why, err);
     if (fstat(c->fd, &st) != 0) return refuse(c, "cannot be examined", errno, why, err);
     int fresh = st.st_size == 0;
-    if (fresh) {
-        /* fallocate, not ftruncate: a full /dev/shm fails here, rather than
-         * with SIGBUS at the first store into the mapping. */
-        int e = posix_fallocate(c->fd, 0, sizeof *c->map);
-        if (e) return refuse(c, "cannot be sized (/dev/shm full?)", e, why, err);
-    } else if ((size_t)st.st_size != sizeof *c->map) {
+    if (!fresh && (size_t)st.st_size != sizeof *c->map)
         return refuse(c, "has the wrong size", 0, why, err);
-    }
+    /* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills the
+     * program: refused before. */
+    struct rlimit fsize;
+    if (fresh && getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+        fsize.rlim_cur < sizeof *c->map)
+        return refuse(c, "cannot be sized (RLIMIT_FSIZE, ulimit -f)", 0, why, err);
+    /* fallocate, not ftruncate, and on every open (it is idempotent): a
+     * full /dev/shm fails here, rather than with SIGBUS at the first store
+     * into a file whose pages were never allocated (one made by ftruncate). */
+    int e = posix_fallocate(c->fd, 0, sizeof *c->map);
+    if (e) return refuse(c, "cannot be sized (/dev/shm full?)", e, why, err);
     void *p = mmap(NULL, sizeof *c->map, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
     if (p == MAP_FAILED) return refuse(c, "cannot be mapped", errno, why, err);
     c->map = p;
     struct dsp_ledger_head *h = &c->map->head.h;
     if (fresh || h->magic == 0) {
-        /* All zero still: a creator died before its last store. */
-        int blank = 1;
-        for (size_t i = 0; blank && i < sizeof c->map->head.page; i++)
-            blank = c->map->head.page[i] == 0;
-        if (!blank) return refuse(c, "is corrupt (bad magic)", 0, why, err);
+        /* No magic under the flock: no process ever finished initialising
+         * it (magic is the last store, made under this flock), so whatever
+         * a creator killed half way left is overwritten. */
         initialise(c->map, key, cap);
     }
     const char *bad;

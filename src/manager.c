@@ -398,17 +398,21 @@ void dsp_add_trimmer(size_t (*fn)(void)) {
     }
 }
 
-DSP_API size_t dsp_trim(void) {
-    if (!dsp_ensure_init()) return 0;
+size_t dsp_trim_unregistered(void) {
     /* Layers' caches first: what they give back lands in the pool below. */
-    size_t n = 0;
     for (size_t i = 0; i < sizeof trimmers / sizeof *trimmers; i++) {
         size_t (*fn)(void) = atomic_load(&trimmers[i]);
         if (fn) fn();
     }
     dsp_mgr_lock();
-    n += dsp_pool_release_until(0);
+    size_t n = dsp_pool_release_until(0);
     dsp_mgr_unlock();
+    return n;
+}
+
+DSP_API size_t dsp_trim(void) {
+    if (!dsp_ensure_init()) return 0;
+    size_t n = dsp_trim_unregistered();
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
     if (layer) n += layer->trim();
     return n;

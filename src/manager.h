@@ -135,6 +135,9 @@ struct dsp_span *dsp_pool_get(size_t len);
 struct dsp_span *dsp_pool_get_registered(size_t len);
 void dsp_pool_put(struct dsp_span *s);            /* registered spans to their own index */
 size_t dsp_pool_release_until(size_t cached_max); /* general pool only; bytes released */
+/* dsp_trim without the CUDA layer's registered pool (no driver call): the
+ * layers' caches and the general pool; bytes released. Takes the lock. */
+size_t dsp_trim_unregistered(void);
 size_t dsp_pool_evict_registered(size_t keep, struct dsp_span **out, size_t max);
 void dsp_span_release(struct dsp_span *s); /* uncount, drop, vacate (unregistered first) */
 size_t dsp_pooled_bytes(void);             /* both pools */

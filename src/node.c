@@ -33,7 +33,9 @@ static struct {
     unsigned wait_ms;
     int rank, local_rank;
     _Atomic int timer_running;
-    int forked; /* a fork child, never exec'd: it starts no thread */
+    int forked;  /* a fork child, never exec'd: it starts no thread */
+    pid_t owner; /* the process that claimed the slot: a child made without the
+                    fork handlers (_Fork, clone) must not touch it */
     char key[200], path[128];
 } node = {.c = {.fd = -1, .slot = -1}, .rank = -1, .local_rank = -1};
 
@@ -185,6 +187,7 @@ static int join(void) {
     atomic_store(&trim_seen, atomic_load(&s->trim_req));
     atomic_store(&node_map, node.c.map);
     atomic_store(&node_slot, s);
+    node.owner = getpid();
     node.state = 1;
     dsp_stat_set(DSP_ST_node_cap_bytes, cap);
     char a[32];
@@ -233,7 +236,7 @@ int dsp_node_reserve(size_t len, int silent) {
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
         }
-        atomic_store(&s->pooled, dsp_pooled_bytes());
+        atomic_store(&s->pooled, dsp_mgr.cached.bytes); /* what yields: see timer_main */
     }
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
@@ -257,8 +260,16 @@ int dsp_node_reserve(size_t len, int silent) {
     return -ENOMEM;
 }
 
+/* The slot is still this process's: claimed by it (not by a parent whose
+ * child was made without fork handlers), and its descriptor still the
+ * ledger's (a program that closed it lost the lock, and the slot may be
+ * another's now). One fstat: releases are unpins, never pool hits. */
+static int slot_is_ours(void) {
+    return node.state == 1 && node.owner == getpid() && dsp_ledger_fd_ok(&node.c);
+}
+
 void dsp_node_release(size_t len) {
-    if (node.state == 1) dsp_ledger_sub(&node.c, len);
+    if (slot_is_ours()) dsp_ledger_sub(&node.c, len);
 }
 
 void dsp_node_log_refusal(size_t len) {
@@ -313,9 +324,14 @@ size_t dsp_node_pool_max(size_t pool_max) {
 }
 
 /* Every 50 ms: the pooled figure others read before asking, and their
- * requests answered by giving the whole pool back (dsp_trim: live blocks are
- * never touched). A thread, because the process holding an idle pool is
- * often idle itself (a rank waiting on a collective). */
+ * requests answered by giving the pool back (live blocks are never touched).
+ * A thread, because the process holding an idle pool is often idle itself (a
+ * rank waiting on a collective). Only the unregistered pool: giving back
+ * CUDA-registered spans takes driver calls, which a thread of ours must not
+ * make (no context current here for the driver API; the runtime's would
+ * make one current on this thread and wait for every stream, perhaps inside
+ * another thread's graph capture). Registered spans leave the pool by the
+ * program's own calls (DSP_POOL_MAX, dsp_trim), and are not offered. */
 static void *timer_main(void *arg) {
     (void)arg;
     for (;;) {
@@ -324,11 +340,12 @@ static void *timer_main(void *arg) {
         if (!s) continue;
         uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&trim_seen);
         if (g != seen && atomic_compare_exchange_strong(&trim_seen, &seen, g)) {
-            size_t n = dsp_trim();
+            size_t n = dsp_trim_unregistered();
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
         }
-        atomic_store(&s->pooled, dsp_stat_get(DSP_ST_pool_cached_bytes));
+        if (s == atomic_load(&node_slot)) /* not left meanwhile (exit) */
+            atomic_store(&s->pooled, __atomic_load_n(&dsp_mgr.cached.bytes, __ATOMIC_RELAXED));
     }
     return NULL;
 }
@@ -382,7 +399,14 @@ void dsp_node_fork_child(void) {
 __attribute__((destructor)) static void node_fini(void) {
     if (dsp_in_manager || node.state != 1) return;
     dsp_mgr_lock();
-    if (node.state == 1) {
+    if (node.state == 1 && !slot_is_ours()) {
+        /* Not ours to clear or unlock (a child made without fork handlers,
+         * or a descriptor the program closed): the kernel drops our lock, if
+         * any, and a refusal somewhere reclaims the slot. */
+        atomic_store(&node_slot, NULL);
+        atomic_store(&node_map, NULL);
+        node.state = -1;
+    } else if (node.state == 1) {
         publish_map(node.c.map); /* the exit statistics show the node as it was */
         atomic_store(&node_slot, NULL);
         atomic_store(&node_map, NULL);

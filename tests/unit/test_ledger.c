@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -312,4 +313,41 @@ Test(ledger, the_default_key_names_the_cgroup, .init = fresh_path) {
         cr_assert(!strncmp(key, "cgroup:", 7), "%s", key);
         cr_assert_gt(strlen(key), 7, "%s", key);
     }
+}
+
+/* Review of issue 16: growing the file past RLIMIT_FSIZE raised SIGXFSZ,
+ * which killed the program at its first pin. */
+Test(ledger, a_small_file_size_limit_refuses_instead_of_killing, .init = fresh_path) {
+    struct rlimit r = {4096, 4096};
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &r), 0);
+    cr_assert_str_eq(open_refused(), "cannot be sized (RLIMIT_FSIZE, ulimit -f)");
+}
+
+/* A hard link planted at the name would have a ledger written into another
+ * file of this user's. */
+Test(ledger, refuses_a_hard_link, .init = fresh_path) {
+    char other[160];
+    snprintf(other, sizeof other, "%s-other", path);
+    int fd = open(other, O_CREAT | O_EXCL | O_RDWR, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(link(other, path), 0);
+    cr_assert_str_eq(open_refused(), "has other names (hard links)");
+    struct stat st;
+    cr_assert_eq(stat(other, &st), 0);
+    cr_assert_eq(st.st_size, 0, "the other file untouched");
+    unlink(other);
+}
+
+/* A creator killed between its first stores and its last (magic) left a
+ * file that was refused as corrupt for good: under the flock, no magic
+ * means no process ever joined it, so it is initialised again. */
+Test(ledger, a_creator_killed_before_magic_leaves_a_usable_file, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    c.map->head.h.magic = 0; /* as if killed before the last store */
+    dsp_ledger_close(&c);
+    open_ok(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
+    dsp_ledger_close(&c);
 }
