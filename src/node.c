@@ -344,8 +344,10 @@ static void *timer_main(void *arg) {
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
         }
-        if (s == atomic_load(&node_slot)) /* not left meanwhile (exit) */
-            atomic_store(&s->pooled, __atomic_load_n(&dsp_mgr.cached.bytes, __ATOMIC_RELAXED));
+        dsp_mgr_lock(); /* the pool's figure is the lock's: read under it */
+        size_t pooled = dsp_mgr.cached.bytes;
+        dsp_mgr_unlock();
+        if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
     }
     return NULL;
 }
