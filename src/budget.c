@@ -25,9 +25,10 @@ void dsp_budget_plan(struct dsp_budget_plan *p) {
     p->why = "DSP_MAX_PINNED";
     p->cap = p->budget = max;
     p->auto_cap = dsp_budget_auto(mem);
+    p->auto_why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
     if (max == DSP_SIZE_AUTO) {
-        p->cap = p->budget = dsp_budget_auto(mem);
-        p->why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
+        p->cap = p->budget = p->auto_cap;
+        p->why = p->auto_why;
         size_t lim = dsp_sys_memlock_limit();
         /* Without CAP_IPC_LOCK the kernel refuses mlock past RLIMIT_MEMLOCK:
          * a budget above it would only turn into refused mlocks. */

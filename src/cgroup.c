@@ -69,8 +69,7 @@ static void walk(char *dir, size_t top_len, int version, struct dsp_cgroup *out)
     }
 }
 
-/* The path of the line whose controllers name `want` ("" for the v2 line). */
-static int cgroup_path(const char *text, const char *want, char *path, size_t cap) {
+int dsp_cgroup_path(const char *text, const char *want, char *path, size_t cap) {
     for (const char *line = text; line && *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
@@ -117,7 +116,7 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
     out->limit = out->room = NONE;
     char path[512], top[512], dir[1024];
     int found = 0;
-    if (cgroup_path(proc_cgroup, "memory", path, sizeof path)) {
+    if (dsp_cgroup_path(proc_cgroup, "memory", path, sizeof path)) {
         dsp_fmt(top, sizeof top, "%s/memory", root);
         if (dir_for(top, path, dir, sizeof dir)) {
             struct dsp_cgroup v1 = *out;
@@ -127,7 +126,7 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
             found = 1;
         }
     }
-    if (cgroup_path(proc_cgroup, "", path, sizeof path)) {
+    if (dsp_cgroup_path(proc_cgroup, "", path, sizeof path)) {
         /* Pure v2 at root, or the unified hierarchy of a hybrid setup. */
         const char *tops[] = {"", "/unified"};
         for (int i = 0; i < 2; i++) {

@@ -25,6 +25,11 @@ struct dsp_cgroup {
  * SIZE_MAX then). */
 int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup *out);
 
+/* From the text of /proc/self/cgroup, the path of the line whose
+ * controllers name `want` ("memory"; "" for the v2 line "0::"): 1 with
+ * path set, else 0. */
+int dsp_cgroup_path(const char *proc_cgroup, const char *want, char *path, size_t cap);
+
 /* The same for this process, from /proc/self/cgroup and /sys/fs/cgroup. */
 int dsp_cgroup_query(struct dsp_cgroup *out);
 

@@ -146,10 +146,11 @@ size_t dsp_pooled_bytes(void);             /* both pools */
 /* The caps the configuration and the machine give, computed without touching
  * the manager (dspreload doctor shows the same numbers the library uses). */
 struct dsp_budget_plan {
-    size_t budget;   /* locked with mlock */
-    size_t cap;      /* all pinned, driver-registered included */
-    size_t pool_max; /* DSP_POOL_MAX, at most cap */
-    size_t auto_cap; /* what cap is for DSP_MAX_PINNED=auto: the node ledger's auto cap */
+    size_t budget;        /* locked with mlock */
+    size_t cap;           /* all pinned, driver-registered included */
+    size_t pool_max;      /* DSP_POOL_MAX, at most cap */
+    size_t auto_cap;      /* what cap is for DSP_MAX_PINNED=auto: the node ledger's auto cap */
+    const char *auto_why; /* what set auto_cap: "80% of RAM", "80% of the memory cgroup's room" */
     const char *why; /* what set budget: "DSP_MAX_PINNED", "80% of RAM", "80% of the memory cgroup's
                         room", "RLIMIT_MEMLOCK" */
 };

@@ -74,18 +74,12 @@ void dsp_node_default_key(char *out, size_t cap) {
     }
     /* No limit anywhere: the memory controller's line of /proc/self/cgroup
      * (v1), else the unified one (v2, "0::"). */
-    char text[4096];
-    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0) {
-        const char *at = strstr(text, ":memory:"), *from = at ? at + 8 : NULL;
-        if (!from) {
-            const char *v2 = strstr(text, "0::");
-            if (v2 == text || (v2 && v2[-1] == '\n')) from = v2 + 3;
-        }
-        if (from) {
-            const char *end = strchr(from, '\n');
-            cgroup_key(out, cap, from, end ? (size_t)(end - from) : strlen(from));
-            return;
-        }
+    char text[4096], path[256];
+    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0 &&
+        (dsp_cgroup_path(text, "memory", path, sizeof path) ||
+         dsp_cgroup_path(text, "", path, sizeof path))) {
+        cgroup_key(out, cap, path, strlen(path));
+        return;
     }
     dsp_fmt(out, cap, "node");
 }
@@ -94,14 +88,10 @@ void dsp_node_plan(struct dsp_node_plan *p) {
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
     p->on = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF;
     p->explicit_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF;
-    size_t ram = dsp_sys_ram(), mem = dsp_cgroup_ram();
-    if (p->explicit_cap) {
-        p->cap = opt;
-        p->why = "DSP_NODE_MAX_PINNED";
-    } else {
-        p->cap = dsp_budget_auto(mem);
-        p->why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
-    }
+    struct dsp_budget_plan b; /* auto: the process's own auto cap, from one place */
+    dsp_budget_plan(&b);
+    p->cap = p->explicit_cap ? opt : b.auto_cap;
+    p->why = p->explicit_cap ? "DSP_NODE_MAX_PINNED" : b.auto_why;
     if (dsp_cfg.node_key[0])
         dsp_fmt(p->key, sizeof p->key, "key:%s", dsp_cfg.node_key);
     else
