@@ -87,17 +87,33 @@ static void *open_driver(void) {
     return h;
 }
 
-#define LOOK(field, name) *(void **)&cu.field = must(h, name)
+/* The functions a framework takes from the driver: the name it looks up
+ * with dlsym (as cuda.h expands it), and the base name cuGetProcAddress
+ * takes. */
+#define FN(field, exported, base)                                                                  \
+    { (void **)&cu.field, exported, base }
+static const struct {
+    void **slot;
+    const char *exported, *base;
+} fns[] = {
+    FN(Init, "cuInit", "cuInit"),
+    FN(DeviceGet, "cuDeviceGet", "cuDeviceGet"),
+    FN(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain"),
+    FN(CtxSetCurrent, "cuCtxSetCurrent", "cuCtxSetCurrent"),
+    FN(MemHostAlloc, "cuMemHostAlloc", "cuMemHostAlloc"),
+    FN(MemAllocHost, "cuMemAllocHost_v2", "cuMemAllocHost"),
+    FN(MemFreeHost, "cuMemFreeHost", "cuMemFreeHost"),
+    FN(MemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister"),
+    FN(MemHostUnregister, "cuMemHostUnregister", "cuMemHostUnregister"),
+    FN(MemHostGetFlags, "cuMemHostGetFlags", "cuMemHostGetFlags"),
+    FN(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer"),
+    FN(PointerGetAttribute, "cuPointerGetAttribute", "cuPointerGetAttribute"),
+};
+#define NFNS (sizeof fns / sizeof *fns)
+
 static void by_dlsym(void) {
     void *h = open_driver();
-    LOOK(Init, "cuInit"), LOOK(DeviceGet, "cuDeviceGet");
-    LOOK(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
-        LOOK(CtxSetCurrent, "cuCtxSetCurrent");
-    LOOK(MemHostAlloc, "cuMemHostAlloc"), LOOK(MemAllocHost, "cuMemAllocHost_v2");
-    LOOK(MemFreeHost, "cuMemFreeHost"), LOOK(MemHostRegister, "cuMemHostRegister_v2");
-    LOOK(MemHostUnregister, "cuMemHostUnregister"), LOOK(MemHostGetFlags, "cuMemHostGetFlags");
-    LOOK(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
-    LOOK(PointerGetAttribute, "cuPointerGetAttribute");
+    for (size_t i = 0; i < NFNS; i++) *fns[i].slot = must(h, fns[i].exported);
     /* The shim's hooks, not the library's own functions. */
     CHECK(cu.MemHostAlloc == shim("cuMemHostAlloc"), "dlsym on the handle gives the hook");
     CHECK(stat_of("dlsym_hooked") >= 8, "%lld", stat_of("dlsym_hooked"));
@@ -130,7 +146,6 @@ static void *get(const char *name, int version) {
     CHECK(proc(name, &f, version, 0, &status) == 0 && f && status == 0, "%s", name);
     return f;
 }
-#define PROC(field, name) *(void **)&cu.field = get(name, 12000)
 static void by_proc_address(void) {
     void *h = open_driver();
     *(void **)&proc = must(h, "cuGetProcAddress_v2");
@@ -138,14 +153,7 @@ static void by_proc_address(void) {
     /* Static cudart asks the driver for cuGetProcAddress itself. */
     CHECK(get("cuGetProcAddress", 12000) == shim("cuGetProcAddress_v2"));
     CHECK(get("cuGetProcAddress", 11030) == shim("cuGetProcAddress"), "an 11.x caller: v1");
-    PROC(Init, "cuInit"), PROC(DeviceGet, "cuDeviceGet");
-    PROC(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
-        PROC(CtxSetCurrent, "cuCtxSetCurrent");
-    PROC(MemHostAlloc, "cuMemHostAlloc"), PROC(MemAllocHost, "cuMemAllocHost");
-    PROC(MemFreeHost, "cuMemFreeHost"), PROC(MemHostRegister, "cuMemHostRegister");
-    PROC(MemHostUnregister, "cuMemHostUnregister"), PROC(MemHostGetFlags, "cuMemHostGetFlags");
-    PROC(MemHostGetDevicePointer, "cuMemHostGetDevicePointer");
-    PROC(PointerGetAttribute, "cuPointerGetAttribute");
+    for (size_t i = 0; i < NFNS; i++) *fns[i].slot = get(fns[i].base, 12000);
     /* Each version as the caller asked (HAMi-core issue 57). */
     CHECK((void *)cu.MemAllocHost == shim("cuMemAllocHost_v2"));
     CHECK(get("cuMemAllocHost", 3010) == shim("cuMemAllocHost"), "a pre-3.2 caller: 32-bit size");
