@@ -218,18 +218,24 @@ Test(ledger, a_stale_ledger_takes_the_new_cap, .init = fresh_path) {
     dsp_ledger_close(&c);
 }
 
-Test(ledger, refuses_a_symbolic_link, .init = fresh_path) {
+/* A file of this user's, linked at the ledger's name by make (symlink or
+ * link): refused with why, and the file left untouched. */
+static void refuses_a_link(int (*make)(const char *, const char *), const char *why) {
     char target[160];
     snprintf(target, sizeof target, "%s.target", path);
     int fd = open(target, O_CREAT | O_RDWR, 0600);
     cr_assert_geq(fd, 0);
     close(fd);
-    cr_assert_eq(symlink(target, path), 0);
-    cr_assert_str_eq(open_refused(), "cannot be opened or created");
+    cr_assert_eq(make(target, path), 0);
+    cr_assert_str_eq(open_refused(), why);
     struct stat st;
     cr_assert_eq(stat(target, &st), 0);
     cr_assert_eq(st.st_size, 0, "the link's target untouched");
     unlink(target);
+}
+
+Test(ledger, refuses_a_symbolic_link, .init = fresh_path) {
+    refuses_a_link(symlink, "cannot be opened or created");
 }
 
 static void plant(size_t size, mode_t mode, int garbage) {
@@ -326,17 +332,7 @@ Test(ledger, a_small_file_size_limit_refuses_instead_of_killing, .init = fresh_p
 /* A hard link planted at the name would have a ledger written into another
  * file of this user's. */
 Test(ledger, refuses_a_hard_link, .init = fresh_path) {
-    char other[160];
-    snprintf(other, sizeof other, "%s-other", path);
-    int fd = open(other, O_CREAT | O_EXCL | O_RDWR, 0600);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    cr_assert_eq(link(other, path), 0);
-    cr_assert_str_eq(open_refused(), "has other names (hard links)");
-    struct stat st;
-    cr_assert_eq(stat(other, &st), 0);
-    cr_assert_eq(st.st_size, 0, "the other file untouched");
-    unlink(other);
+    refuses_a_link(link, "has other names (hard links)");
 }
 
 /* A creator killed between its first stores and its last (magic) left a
