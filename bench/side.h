@@ -41,32 +41,44 @@ static inline int bench_side(char *const argv0, const char *preload, int quick, 
     return got > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-/* What a side measured: three figures, each median, min and max, and the
+/* What a side measured: up to BENCH_FIGS figures, each median, min and max
+ * (a series may be shorter than reps: its own length is given), and the
  * repeats. The child prints it (bench_emit), the parent reads it back. */
+#define BENCH_FIGS 5
 struct bench_figs {
-    double f[3][3];
+    double f[BENCH_FIGS][3];
     int reps;
 };
 
-/* Sorts each series and prints its median, min and max. */
-static inline void bench_emit(double *a, double *b, double *c, int reps) {
-    double *v[3] = {a, b, c};
-    for (int i = 0; i < 3; i++) {
-        double m = median(v[i], reps); /* sorts */
-        printf("%.17g %.17g %.17g ", m, v[i][0], v[i][reps - 1]);
+/* Sorts each of the n series of len[i] values and prints its median, min and
+ * max, then reps. */
+static inline void bench_emit_n(double *const *v, const int *len, int n, int reps) {
+    for (int i = 0; i < n; i++) {
+        double m = median(v[i], len[i]); /* sorts */
+        printf("%.17g %.17g %.17g ", m, v[i][0], v[i][len[i] - 1]);
     }
     printf("%d\n", reps);
 }
 
+/* Three series of reps values each. */
+static inline void bench_emit(double *a, double *b, double *c, int reps) {
+    double *v[3] = {a, b, c};
+    int len[3] = {reps, reps, reps};
+    bench_emit_n(v, len, 3, reps);
+}
+
 static inline int bench_figs_side(char *const argv0, const char *preload, int quick,
                                   struct bench_figs *r) {
-    char buf[512];
-    double *f = &r->f[0][0];
-    return bench_side(argv0, preload, quick, buf, sizeof buf) == 0 &&
-                   sscanf(buf, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %d", &f[0], &f[1], &f[2], &f[3],
-                          &f[4], &f[5], &f[6], &f[7], &f[8], &r->reps) == 10
-               ? 0
-               : -1;
+    char buf[1024], *at = buf, *end;
+    if (bench_side(argv0, preload, quick, buf, sizeof buf) != 0) return -1;
+    double v[BENCH_FIGS * 3 + 1];
+    int n = 0;
+    for (double x; n < BENCH_FIGS * 3 + 1 && (x = strtod(at, &end), end != at); at = end)
+        v[n++] = x;
+    if (n < 4 || n % 3 != 1) return -1;
+    memcpy(r->f, v, sizeof(double) * (size_t)(n - 1));
+    r->reps = (int)v[n - 1];
+    return 0;
 }
 
 /* The main of such a benchmark: in a child, measure(quick); else the

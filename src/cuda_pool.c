@@ -6,7 +6,7 @@
 
 int dsp_cuda_pool_would_make_room(size_t len) {
     dsp_mgr_lock();
-    size_t reg = dsp_mgr.cuda_cached.bytes;
+    size_t reg = dsp_pool_registered_bytes();
     int ok = reg > 0 && dsp_budget_fits_after_release(len, reg);
     dsp_mgr_unlock();
     return ok;
@@ -20,7 +20,8 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
     size_t keep = 0;
     if (!all) {
         size_t p = dsp_pooled_bytes(), over = p > m->pool_max ? p - m->pool_max : 0;
-        keep = m->cuda_cached.bytes > over ? m->cuda_cached.bytes - over : 0;
+        size_t reg = dsp_pool_registered_bytes();
+        keep = reg > over ? reg - over : 0;
     }
     size_t n = dsp_pool_evict_registered(keep, s, max);
     dsp_mgr_unlock();

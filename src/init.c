@@ -55,14 +55,15 @@ static void fork_child(void) {
     m->pinned = m->locked = 0;
     dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
     atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
+    dsp_shm_fork_child();             /* served memory stays shared with the parent */
     size_t live = 0, blocks = 0;
     for (struct dsp_span *s = m->first, *next; s; s = next) {
         next = s->anext;
-        int was_reg = s->reg;
+        struct dsp_bins *bins = dsp_pool_bins(s);
         s->locked = s->counted = s->reg = s->unsynced = 0; /* no device here */
         if (s->state == DSP_SPAN_VACANT) continue;
         if (s->state == DSP_SPAN_CACHED) {
-            dsp_bins_remove(was_reg ? &m->cuda_cached : &m->cached, s);
+            dsp_bins_remove(bins, s);
         } else if (s->state == DSP_SPAN_LIVE) {
             struct dsp_range r;
             if (dsp_reg_find(s->base, &r) && r.owner == s) {

@@ -39,12 +39,14 @@ static void retire(struct dsp_span *s) {
         dsp_pool_put(s);
         return;
     }
-    if (!s->locked) {
+    /* Unlocked, or served but unregistered (only served allocations may
+     * reuse served memory, and they take it from the registered pool). */
+    if (!s->locked || s->served) {
         dsp_span_release(s);
         return;
     }
     dsp_pool_put(s);
-    size_t cuda = m->cuda_cached.bytes, max = dsp_node_pool_max(m->pool_max);
+    size_t cuda = dsp_pool_registered_bytes(), max = dsp_node_pool_max(m->pool_max);
     dsp_pool_release_until(max > cuda ? max - cuda : 0);
 }
 
@@ -58,9 +60,10 @@ static void retire(struct dsp_span *s) {
 #define CHUNK_LEN (2 * DSP_MiB)
 #define CHUNK_FOR (256 * DSP_KiB)
 
-static size_t chunk_for(size_t len) {
+static size_t chunk_for(size_t len, unsigned how) {
     struct dsp_manager *m = &dsp_mgr;
-    if (!m->chunks || len > CHUNK_FOR || dsp_pooled_bytes() + (CHUNK_LEN - len) > m->pool_max)
+    if (!m->chunks || (how & DSP_BLK_SERVED) || len > CHUNK_FOR ||
+        dsp_pooled_bytes() + (CHUNK_LEN - len) > m->pool_max)
         return len;
     return CHUNK_LEN;
 }
@@ -109,7 +112,7 @@ static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *ou
                                   enum refusal *why) {
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
-    if (!s) s = dsp_pool_get(len);
+    if (!s && !(how & DSP_BLK_SERVED)) s = dsp_pool_get(len);
     if (!s) {
         dsp_stat_add(DSP_ST_pool_misses, 1);
         *why = POOL_MISS;
@@ -152,7 +155,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     int refuse = (how & DSP_BLK_RETRY)   ? DSP_REFUSE_SILENT
                  : (how & DSP_BLK_QUIET) ? DSP_REFUSE_COUNT
                                          : DSP_REFUSE_LOG;
-    size_t pin = chunk_for(len);
+    size_t pin = chunk_for(len, how);
     if (pin > len && dsp_budget_reserve(pin, 1, DSP_REFUSE_SILENT) != 0) pin = len;
     if (pin == len && dsp_budget_reserve(len, 1, optional ? DSP_REFUSE_SILENT : refuse) != 0) {
         if (!optional || dsp_budget_reserve(len, 0, refuse) != 0) {
@@ -173,6 +176,8 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
         *why = PIN_NO_ROOM;
         return NULL;
     }
+    s->served = (how & DSP_BLK_SERVED) != 0;
+    s->shared = s->served && dsp_shm_ready() ? DSP_SHARED_OURS : 0;
     dsp_mgr_unlock();
 
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
@@ -182,6 +187,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     if (rc >= 0) {
         s->locked = (rc & DSP_PIN_LOCKED) != 0;
         s->huge = (rc & DSP_PIN_HUGE) != 0;
+        s->shared = rc & DSP_PIN_SHARED ? DSP_SHARED_OURS : 0;
         if (lock && !s->locked) { /* mlock refused, and that was allowed */
             dsp_budget_unlock(pin);
             lock = 0;

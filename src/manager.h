@@ -21,8 +21,14 @@ struct dsp_manager {
      * compare. Zero until the first allocation reserves it. */
     _Atomic uintptr_t lo, hi;
     uintptr_t bump;
-    struct dsp_bins cuda_cached; /* pooled spans still registered with CUDA */
-    size_t pinned, locked;       /* see budget.c */
+    struct dsp_bins cuda_cached;  /* pooled served spans still registered with CUDA */
+    struct dsp_bins cuda_private; /* other registered spans: evicted, never reused */
+    /* Served memory's memfd (pin.c): descriptor + 1 (0: none yet), its
+     * identity (the program may close the descriptor and reuse the number),
+     * and -1 once it proved impossible (served blocks are then private). */
+    int shm_fd1, shm_state;
+    uint64_t shm_dev, shm_ino;
+    size_t pinned, locked; /* see budget.c */
     size_t budget, cap, pool_max, arena_size;
     size_t auto_cap;                   /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
@@ -99,6 +105,7 @@ void dsp_arena_unlock_reserved(uintptr_t base, size_t len);
  * forbid them). */
 #define DSP_PIN_LOCKED       1
 #define DSP_PIN_HUGE         2
+#define DSP_PIN_SHARED       4 /* mapped from the memfd (asked by s->shared) */
 #define DSP_PIN_STUCK_BASE   (-4096)
 #define DSP_PIN_STUCK(err)   (DSP_PIN_STUCK_BASE - (err))
 #define DSP_PIN_IS_STUCK(rc) ((rc) <= DSP_PIN_STUCK_BASE)
@@ -110,6 +117,17 @@ int dsp_pin_drop(struct dsp_span *s);
  * that relocked ranges keep merging with their neighbours): 0 or -errno. */
 int dsp_pin_lock_range(void *base, size_t len);
 int dsp_prefault(void *base, size_t len, int threads);
+/* Under mu: 1 when served blocks can be shared memory (the memfd is open and
+ * still ours), else 0 (logged once; they are then private). */
+int dsp_shm_ready(void);
+/* Fork child, under mu: the memfd is the parent's: closed here, the spans
+ * mapping it marked FOREIGN (their pages are never punched from this side). */
+void dsp_shm_fork_child(void);
+/* Maps a LIVE span of served memory read-write from the memfd, out of core
+ * dumps: 0 or -errno (then nothing was mapped). */
+int dsp_shm_map(const struct dsp_span *s);
+/* Gives an OURS span's pages back to the system (after it was unmapped). */
+void dsp_shm_punch(const struct dsp_span *s);
 
 /* maps.c: the process's memory maps (vm.max_map_count). Under mu. */
 /* Room for n more maps that a new pin may add, keeping the reserve left to the
@@ -132,9 +150,11 @@ void dsp_mem_restore(struct dsp_span *s); /* under mu: undo the program's change
 
 /* pool.c: cached spans. */
 struct dsp_span *dsp_pool_get(size_t len);
-struct dsp_span *dsp_pool_get_registered(size_t len);
-void dsp_pool_put(struct dsp_span *s);            /* registered spans to their own index */
-size_t dsp_pool_release_until(size_t cached_max); /* general pool only; bytes released */
+struct dsp_span *dsp_pool_get_registered(size_t len);     /* served spans only */
+struct dsp_bins *dsp_pool_bins(const struct dsp_span *s); /* the index a cached span is in */
+size_t dsp_pool_registered_bytes(void);                   /* both registered indexes */
+void dsp_pool_put(struct dsp_span *s);                    /* registered spans to their own index */
+size_t dsp_pool_release_until(size_t cached_max);         /* general pool only; bytes released */
 /* dsp_trim without the CUDA layer's registered pool (no driver call): the
  * layers' caches and the general pool; bytes released. Takes the lock. */
 size_t dsp_trim_unregistered(void);

@@ -233,7 +233,7 @@ void dsp_mem_restore(struct dsp_span *s) {
     syscall(SYS_mprotect, p, s->len, PROT_READ | PROT_WRITE);
     syscall(SYS_madvise, p, s->len, MADV_DOFORK);
     syscall(SYS_madvise, p, s->len, MADV_KEEPONFORK);
-    syscall(SYS_madvise, p, s->len, MADV_DODUMP);
+    syscall(SYS_madvise, p, s->len, s->shared ? MADV_DONTDUMP : MADV_DODUMP); /* shm.c */
     if (s->huge) syscall(SYS_madvise, p, s->len, MADV_HUGEPAGE);
     s->taint = 0;
 }

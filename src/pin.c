@@ -98,6 +98,7 @@ static int unmap(const struct dsp_span *s) {
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
         dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
+        dsp_shm_punch(s);
         return 0;
     }
     /* ENOMEM: splitting the mapping would pass vm.max_map_count. As in
@@ -105,8 +106,10 @@ static int unmap(const struct dsp_span *s) {
      * use of the span maps over it (regression: pin.failed_unmap_*). The
      * munlock covers a lock of the program's MCL_FUTURE too. */
     int err = errno;
-    if (syscall(SYS_munlock, base, s->len) == 0 && advise(base, s->len, MADV_DONTNEED) == 0)
+    if (syscall(SYS_munlock, base, s->len) == 0 && advise(base, s->len, MADV_DONTNEED) == 0) {
+        dsp_shm_punch(s);
         return 0;
+    }
     char a[32];
     dsp_once(DSP_LOG_WARN,
              "cannot give back %s after a failed pin (%s; vm.max_map_count?): it stays "
@@ -141,8 +144,9 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
     void *base = (void *)s->base;
     int stuck;
     char a[32], b[32];
-    if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
-             0) == MAP_FAILED) {
+    int shared = s->shared == DSP_SHARED_OURS && dsp_shm_map(s) == 0;
+    if (!shared && mmap(base, s->len, PROT_READ | PROT_WRITE,
+                        MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
         int err = errno;
         dsp_once(DSP_LOG_WARN, "cannot map %s for pinning (%s); the caller falls back",
                  dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
@@ -188,7 +192,8 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
         stuck = unmap(s) != 0;
         return stuck ? DSP_PIN_STUCK(-rc) : rc;
     }
-    return (locked ? DSP_PIN_LOCKED : 0) | (huge ? DSP_PIN_HUGE : 0);
+    return (locked ? DSP_PIN_LOCKED : 0) | (huge ? DSP_PIN_HUGE : 0) |
+           (shared ? DSP_PIN_SHARED : 0);
 }
 
 int dsp_pin_drop(struct dsp_span *s) {
@@ -199,6 +204,7 @@ int dsp_pin_drop(struct dsp_span *s) {
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
         dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
+        dsp_shm_punch(s);
         s->locked = 0;
         s->huge = 0;
         return 0;
@@ -215,6 +221,7 @@ int dsp_pin_drop(struct dsp_span *s) {
         return -1;
     }
     advise(base, s->len, MADV_DONTNEED);
+    dsp_shm_punch(s);
     s->locked = 0;
     s->huge = 0;
     return 0;

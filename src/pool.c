@@ -5,7 +5,11 @@
  * Spans registered with the CUDA driver are pooled apart (cuda_cached): a
  * registration can only be undone at its exact base, so they are never split
  * or merged, and only the CUDA layer reuses or releases them (it alone may
- * call the driver). */
+ * call the driver). Only served spans (DSP_BLK_SERVED: shared memory, as the
+ * driver's) are reused, by served allocations; the rest (a hinted or
+ * dsp_alloc block the program registered) wait in cuda_private for eviction,
+ * since handing private memory to cudaHostAlloc would make its forks copy
+ * (issue 13). */
 #include "manager.h"
 #include "stats.h"
 
@@ -43,16 +47,26 @@ struct dsp_span *dsp_pool_get_registered(size_t len) {
     return s;
 }
 
+struct dsp_bins *dsp_pool_bins(const struct dsp_span *s) {
+    struct dsp_manager *m = &dsp_mgr;
+    if (!s->reg) return &m->cached;
+    return s->served ? &m->cuda_cached : &m->cuda_private;
+}
+
+size_t dsp_pool_registered_bytes(void) {
+    return dsp_mgr.cuda_cached.bytes + dsp_mgr.cuda_private.bytes;
+}
+
 static int mergeable(const struct dsp_span *a, const struct dsp_span *b) {
     return a && a->state == DSP_SPAN_CACHED && !a->reg && a->locked == b->locked &&
-           a->counted == b->counted;
+           a->counted == b->counted && a->shared == b->shared;
 }
 
 void dsp_pool_put(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
     s->state = DSP_SPAN_CACHED;
     if (s->reg) {
-        dsp_bins_insert(&m->cuda_cached, s);
+        dsp_bins_insert(dsp_pool_bins(s), s);
         publish();
         return;
     }
@@ -75,7 +89,7 @@ void dsp_pool_put(struct dsp_span *s) {
 }
 
 size_t dsp_pooled_bytes(void) {
-    return dsp_mgr.cached.bytes + dsp_mgr.cuda_cached.bytes;
+    return dsp_mgr.cached.bytes + dsp_pool_registered_bytes();
 }
 
 void dsp_span_release(struct dsp_span *s) {
@@ -90,6 +104,8 @@ void dsp_span_release(struct dsp_span *s) {
     s->reg = 0;
     s->user = 0;
     s->unsynced = 0;
+    s->served = 0;
+    s->shared = 0;
     dsp_arena_vacate(s);
 }
 
@@ -113,16 +129,17 @@ size_t dsp_pool_release_until(size_t cached_max) {
     return released;
 }
 
-/* Takes up to max registered pooled spans, largest first, while the CUDA pool
- * holds more than keep bytes: the caller unregisters each (outside the lock)
- * and then hands it to dsp_span_release. They are LIVE meanwhile, in no index
+/* Takes up to max registered pooled spans, those no allocation reuses first,
+ * then the largest, while the CUDA pools hold more than keep bytes: the caller unregisters each
+ * (outside the lock) and then hands it to dsp_span_release. They are LIVE meanwhile, in no index
  * and not in the registry, so nothing else touches them. */
 size_t dsp_pool_evict_registered(size_t keep, struct dsp_span **out, size_t max) {
     struct dsp_manager *m = &dsp_mgr;
     size_t n = 0;
-    while (n < max && m->cuda_cached.bytes > keep) {
-        struct dsp_span *s = dsp_bins_largest(&m->cuda_cached);
-        dsp_bins_remove(&m->cuda_cached, s);
+    while (n < max && dsp_pool_registered_bytes() > keep) {
+        struct dsp_bins *b = m->cuda_private.bytes ? &m->cuda_private : &m->cuda_cached;
+        struct dsp_span *s = dsp_bins_largest(b);
+        dsp_bins_remove(b, s);
         s->state = DSP_SPAN_LIVE;
         out[n++] = s;
     }

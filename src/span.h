@@ -17,6 +17,11 @@ enum dsp_span_state {
  * is restored or given back when freed, never pooled as it is. */
 enum { DSP_TAINT_PROT = 1, DSP_TAINT_READONLY = 2, DSP_TAINT_ADVICE = 4 };
 
+/* Served memory is shared with forked children, as the driver's is (issue 13):
+ * such a span maps the manager's memfd at the offset of its own address.
+ * FOREIGN: inherited across fork, the parent's file: never punched here. */
+enum { DSP_SHARED_OURS = 1, DSP_SHARED_FOREIGN = 2 };
+
 struct dsp_span {
     uintptr_t base;
     size_t len;
@@ -30,6 +35,8 @@ struct dsp_span {
     uint8_t reg;      /* registered with the CUDA driver as exactly [base, base+len) */
     uint8_t taint;    /* DSP_TAINT_*: the program changed the mapping (memcalls.c) */
     uint8_t unsynced; /* registered, freed with no device wait: a copy may still use it */
+    uint8_t served;   /* a CUDA layer's pinned allocation: its pool reuses it (pool.c) */
+    uint8_t shared;   /* DSP_SHARED_*: mapped from the manager's memfd (pin.c) */
     uint32_t user;    /* the owning layer's data (CUDA: the flags asked for) */
     size_t block;     /* live: the caller's block length (<= len) */
 };
