@@ -1,6 +1,7 @@
 /* Served memory behaves as the driver's across fork (issue 13; docs/cuda.md,
- * "Keeping the promises the real calls make"): cudaHostAlloc memory is MAP_SHARED and out of core
- * dumps, so a forked child gets no copy of it, reads the parent's data, and
+ * "Keeping the promises the real calls make"): cudaHostAlloc memory is
+ * MAP_SHARED and out of core dumps, so a forked child gets no copy of it,
+ * reads the parent's data, and
  * the parent sees the child's writes. Under the shim, a child that frees
  * what it inherited, and trims the pool it inherited, leaves the parent's
  * pages alone. The same checks pass against the double alone
