@@ -6,16 +6,19 @@
  *      a thread of the program's own, as 2.
  *   2. the 64 MiB alloc+free cycle served by the pool: no ledger call; goal:
  *      unchanged (<= 1.05x). Twice: in a single-threaded program, where the
- *      ledger's timer thread alone costs glibc's single-thread shortcut for
- *      mutexes (lock and unlock without atomic instructions), and in a
- *      program with one thread of its own (PyTorch has dozens), where that
- *      shortcut is gone either way
+ *      ledger starts no timer thread (it would cost glibc's single-thread
+ *      shortcut for mutexes: lock and unlock without atomic instructions),
+ *      and in a program with one thread of its own (PyTorch has dozens),
+ *      which has the timer and had lost that shortcut either way
  *   3. an allocation storm: 8 processes at once, each pinning and freeing
  *      blocks of 1 to 16 MiB (four live at a time, no pool) for 2 s;
  *      throughput (blocks a second, all together) against 8 processes with
  *      budgets of their own; goal >= 0.95x
  * Each variant runs in a child process of its own, since the configuration
- * is read once per process. --quick: fewer repeats. Prints a Markdown table. */
+ * is read once per process, and an exec'd one: a fork child that never execs
+ * starts no timer thread (docs/design.md, "Fork"), so a forked child would
+ * not measure what a rank is. --quick: fewer repeats. Prints a Markdown
+ * table. */
 #include <dspreload.h>
 
 #include "ledger.h"
@@ -97,11 +100,13 @@ static double in_child(int node, int which, int n, int threaded) {
     if (c == 0) {
         close(fd[0]);
         configure(node, which == 2 ? "10%" : "0");
-        pthread_t t;
-        if (threaded && pthread_create(&t, NULL, idle_thread, NULL) != 0) _exit(1);
-        double r = which == 1 ? first_pin(n) : pool_cycle(n);
-        if (write(fd[1], &r, sizeof r) != sizeof r) _exit(1);
-        _exit(0);
+        char a[4][24];
+        snprintf(a[0], sizeof a[0], "%d", which);
+        snprintf(a[1], sizeof a[1], "%d", n);
+        snprintf(a[2], sizeof a[2], "%d", threaded);
+        snprintf(a[3], sizeof a[3], "%d", fd[1]);
+        execl("/proc/self/exe", "node_bench", "--child", a[0], a[1], a[2], a[3], (char *)NULL);
+        _exit(1);
     }
     close(fd[1]);
     double r = -1;
@@ -143,7 +148,20 @@ static void row(const char *what, double node, double off, const char *unit, dou
            off * scale, unit, ratio, goal, met ? "met" : "NOT met");
 }
 
+/* The exec'd child of in_child: --child WHICH N THREADED FD. */
+static int child_main(char **argv) {
+    int which = atoi(argv[2]), n = atoi(argv[3]), threaded = atoi(argv[4]), fd = atoi(argv[5]);
+    pthread_t t;
+    if (threaded && pthread_create(&t, NULL, idle_thread, NULL) != 0) return 1;
+    double r = which == 1 ? first_pin(n) : pool_cycle(n);
+    return write(fd, &r, sizeof r) == sizeof r ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "--child")) {
+        if (argc != 6) return 2;
+        return child_main(argv);
+    }
     quick = argc > 1 && !strcmp(argv[1], "--quick");
     snprintf(key, sizeof key, "node-bench-%d", (int)getpid());
     int rounds = quick ? 3 : 7, pins = quick ? 10 : 30, cycles = quick ? 20000 : 100000;

@@ -19,6 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h> /* glibc 2.32+ */
+#define SINGLE_THREADED() (__libc_single_threaded != 0)
+#else
+#define SINGLE_THREADED() 0 /* unknown: a timer, as before */
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -42,7 +48,8 @@ static struct {
 /* Published for lock-free readers (the timer, the pool cap). */
 static _Atomic(struct dsp_ledger_slot *) node_slot;
 static _Atomic(struct dsp_ledger_map *) node_map;
-static _Atomic uint64_t trim_seen;
+_Atomic uint64_t dsp_node_trim_seen;
+struct dsp_ledger_slot *_Atomic dsp_node_polled;
 _Atomic int dsp_node_timer_wanted;
 DSP_TLS size_t dsp_node_wait_len;
 static DSP_TLS int retrying;
@@ -133,6 +140,19 @@ __attribute__((constructor)) static void node_loaded(void) {
     loaded_pid = getpid();
 }
 
+/* The timer only once the process has a second thread: in a single-threaded
+ * one it would end glibc's single-thread shortcut for every mutex (the pool
+ * cycle 1.19-1.53x slower, docs/performance.md). There the manager answers
+ * yield requests at its next call instead (dsp_node_poll): an idle
+ * single-threaded process yields when it next allocates or frees, not within
+ * DSP_NODE_WAIT (docs/design.md). A fork child of a threaded parent must not start threads
+ * before it execs (POSIX allows only async-signal-safe calls there;
+ * ThreadSanitizer refuses it): it polls. At a new pin, under the mutex. */
+static void want_timer(void) {
+    if (!node.forked && !SINGLE_THREADED() && !atomic_load(&node.timer_running))
+        atomic_store(&dsp_node_timer_wanted, 1);
+}
+
 /* The process joins at its first pin, with nothing pinned yet, so its slot
  * always holds exactly what the manager counts as pinned. */
 static int join(void) {
@@ -174,7 +194,7 @@ static int join(void) {
         return -1;
     }
     struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
-    atomic_store(&trim_seen, atomic_load(&s->trim_req));
+    atomic_store(&dsp_node_trim_seen, atomic_load(&s->trim_req));
     atomic_store(&node_map, node.c.map);
     atomic_store(&node_slot, s);
     node.owner = getpid();
@@ -183,12 +203,18 @@ static int join(void) {
     char a[32];
     dsp_info("node ledger %s (%s): cap %s (%s), slot %d", node.path, node.key,
              dsp_fmt_bytes(a, sizeof a, cap), p.why, node.c.slot);
-    /* A fork child of a threaded parent (and every pinning parent has the
-     * timer) must not start threads before it execs (POSIX allows only
-     * async-signal-safe calls there; ThreadSanitizer refuses it): it answers
-     * yield requests at its own new pins instead (dsp_node_reserve). */
-    if (!node.forked && !atomic_load(&node.timer_running)) atomic_store(&dsp_node_timer_wanted, 1);
+    /* No timer yet: the manager answers on its calls (dsp_node_poll) until
+     * a new pin finds the process threaded (want_timer). */
+    atomic_store(&dsp_node_polled, s);
+    want_timer();
     return 0;
+}
+
+/* The slot no longer this process's to use: no reader, timer or poll, touches it. */
+static void unpublish(void) {
+    atomic_store(&dsp_node_polled, NULL);
+    atomic_store(&node_slot, NULL);
+    atomic_store(&node_map, NULL);
 }
 
 static void publish_map(const struct dsp_ledger_map *m) {
@@ -209,8 +235,7 @@ int dsp_node_reserve(size_t len, int silent) {
         /* Its slot's lock went with the descriptor: others may reclaim the
          * slot at any moment, so this process stops using it. The mapping
          * stays (the timer may still read it). */
-        atomic_store(&node_slot, NULL);
-        atomic_store(&node_map, NULL);
+        unpublish();
         node.state = -1;
         dsp_once(DSP_LOG_WARN,
                  "node ledger %s: the program closed its descriptor; this process budgets alone "
@@ -218,16 +243,9 @@ int dsp_node_reserve(size_t len, int silent) {
                  node.path);
         return 0;
     }
-    if (DSP_UNLIKELY(node.forked)) { /* no timer here: requests answered at each new pin */
-        struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
-        uint64_t g = atomic_load(&s->trim_req);
-        if (g != atomic_load(&trim_seen)) {
-            atomic_store(&trim_seen, g);
-            dsp_stat_add(DSP_ST_node_yields, 1);
-            dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
-        }
-        atomic_store(&s->pooled, dsp_mgr.cached.bytes); /* what yields: see timer_main */
-    }
+    if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
+        want_timer(); /* a thread made since the last pin */
+    dsp_node_poll();
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
@@ -300,6 +318,16 @@ void dsp_node_wait(void) {
     errno = saved;
 }
 
+/* Under the mutex, from dsp_node_poll: a yield request answered by the
+ * manager itself (the whole unregistered pool; registered spans as the
+ * timer, below). */
+void dsp_node_yield(struct dsp_ledger_slot *s) {
+    uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&dsp_node_trim_seen);
+    if (g == seen || !atomic_compare_exchange_strong(&dsp_node_trim_seen, &seen, g)) return;
+    dsp_stat_add(DSP_ST_node_yields, 1);
+    dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
+}
+
 void dsp_node_retry_done(void) {
     retrying = 0;
 }
@@ -328,8 +356,8 @@ static void *timer_main(void *arg) {
         nap(TIMER_NS);
         struct dsp_ledger_slot *s = atomic_load(&node_slot);
         if (!s) continue;
-        uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&trim_seen);
-        if (g != seen && atomic_compare_exchange_strong(&trim_seen, &seen, g)) {
+        uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&dsp_node_trim_seen);
+        if (g != seen && atomic_compare_exchange_strong(&dsp_node_trim_seen, &seen, g)) {
             size_t n = dsp_trim_unregistered();
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
@@ -359,6 +387,7 @@ void dsp_node_start_timer(void) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0) {
         atomic_store(&node.timer_running, 1);
+        atomic_store(&dsp_node_polled, NULL); /* the timer answers from now on */
         return;
     }
     dsp_once(DSP_LOG_WARN,
@@ -368,8 +397,7 @@ void dsp_node_start_timer(void) {
 }
 
 void dsp_node_fork_child(void) {
-    atomic_store(&node_slot, NULL);
-    atomic_store(&node_map, NULL);
+    unpublish();
     atomic_store(&dsp_node_timer_wanted, 0);
     atomic_store(&node.timer_running, 0); /* threads are not inherited */
     node.forked = 1;
@@ -395,13 +423,11 @@ __attribute__((destructor)) static void node_fini(void) {
         /* Not ours to clear or unlock (a child made without fork handlers,
          * or a descriptor the program closed): the kernel drops our lock, if
          * any, and a refusal somewhere reclaims the slot. */
-        atomic_store(&node_slot, NULL);
-        atomic_store(&node_map, NULL);
+        unpublish();
         node.state = -1;
     } else if (node.state == 1) {
         publish_map(node.c.map); /* the exit statistics show the node as it was */
-        atomic_store(&node_slot, NULL);
-        atomic_store(&node_map, NULL);
+        unpublish();
         dsp_ledger_leave(&node.c);
         node.state = -1;
     }

@@ -87,13 +87,41 @@ node_killed_rank_share_comes_back)
   ;;
 node_idle_pool_yields)
   # 768 MiB idle in one process's pool under a 1 GiB cap: another's 768 MiB
-  # is given within its wait (one try, no retry of ours).
+  # is given within its wait (one try, no retry of ours). The holder has a
+  # thread of its own, as every CUDA program does: the ledger's timer answers
+  # for it (a single-threaded one answers at its next call: the case below).
   export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
-  LD_PRELOAD="$lib" "$prog" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
+  LD_PRELOAD="$lib" "$prog" pool 768 "$stop" threaded >"$top/out.p" 2>"$top/err.p" &
   wait_for "$top/out.p" '^pooled'
   sleep 0.5 # its timer publishes the pooled figure every 50 ms
   DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
     fail "the idle pool did not yield: $(cat "$top/out.q")"
+  echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
+  touch "$stop"
+  wait
+  ;;
+node_single_threaded_process_starts_no_timer)
+  # Regression: the ledger's timer thread, started at the first pin, ended
+  # glibc's single-thread lock shortcut (the pool cycle 1.19-1.53x slower).
+  # A single-threaded process keeps its one thread; one with a thread of its
+  # own gets the timer (2 + 1).
+  got=$(run threads 0 2>"$top/err.a") || fail "threads 0: $got"
+  [ "$got" = "threads 1" ] || fail "a single-threaded process that pinned has: $got"
+  got=$(run threads 1 2>"$top/err.b") || fail "threads 1: $got"
+  [ "$got" = "threads 3" ] || fail "a process with a thread of its own that pinned has: $got (no timer?)"
+  ;;
+node_single_threaded_idle_pool_yields_at_its_next_call)
+  # Without a timer, a single-threaded process's idle pool is given back when
+  # it next calls the manager (here: a 4 MiB alloc+free every 50 ms once GO
+  # exists), within the other's wait.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
+  LD_PRELOAD="$lib" "$prog" pool 768 "$stop" calls "$go" >"$top/out.p" 2>"$top/err.p" &
+  wait_for "$top/out.p" '^pooled'
+  DSP_NODE_WAIT=10000 LD_PRELOAD="$lib" "$prog" want 768 0 >"$top/out.q" 2>"$top/err.q" &
+  q=$!
+  sleep 1 # it has asked and waits
+  touch "$go"
+  wait $q || fail "the single-threaded idle pool did not yield at its next call: $(cat "$top/out.q")"
   echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
   touch "$stop"
   wait
