@@ -104,7 +104,7 @@ static int show(const char *path) {
         printf(" %12s %12s %8llu %s\n", dsp_fmt_bytes(a, sizeof a, atomic_load(&sl->reserved)),
                dsp_fmt_bytes(b, sizeof b, atomic_load(&sl->pooled)),
                (unsigned long long)atomic_load(&sl->refused),
-               alive == 0 ? "gone (its share comes back at the next refusal)" : "live");
+               alive == 0 ? "gone (reclaimed within a second, or at the next refusal)" : "live");
     }
     printf("%-10s %6s %6s %12s %12s %8llu of %s\n", "total", "", "",
            dsp_fmt_bytes(a, sizeof a, sum.pinned), dsp_fmt_bytes(b, sizeof b, sum.pooled),

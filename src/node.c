@@ -28,8 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TIMER_NS     (50 * 1000 * 1000) /* how stale a pooled figure or a yield request gets */
-#define WAIT_STEP_NS (5 * 1000 * 1000)
+#define TIMER_NS      (50 * 1000 * 1000) /* how stale a pooled figure or a yield request gets */
+#define WAIT_STEP_NS  (5 * 1000 * 1000)
+#define RECLAIM_TICKS 20 /* the timer reclaims dead owners' slots once a second */
 
 static struct {
     int state; /* 0 not joined yet, 1 joined (conn open, slot held), -1 alone for good */
@@ -228,6 +229,17 @@ void dsp_node_publish(void) {
     if (m) publish_map(m);
 }
 
+/* Under the mutex, with the slot ours: dead owners' slots zeroed and freed
+ * (ledger.c), their bytes counted. At a refusal, and once a second from the
+ * timer, so that users (the pool caps' divisor) and the sum are not inflated
+ * by the dead until someone is refused. */
+static void reclaim_dead(void) {
+    uint64_t got = dsp_ledger_reclaim(&node.c);
+    if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+}
+
+static int slot_is_ours(void);
+
 int dsp_node_reserve(size_t len, int silent) {
     if (node.state < 0) return 0;
     if (node.state == 0 && (dsp_mgr.pinned != 0 || join() != 0)) return 0;
@@ -250,8 +262,7 @@ int dsp_node_reserve(size_t len, int silent) {
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
      * share back at once, then this process's own pool, then the others'. */
-    uint64_t got = dsp_ledger_reclaim(&node.c);
-    if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+    reclaim_dead();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     if (silent || len > cap) return -ENOMEM;
     if (dsp_mgr.cached.bytes) {
@@ -352,7 +363,7 @@ size_t dsp_node_pool_max(size_t pool_max) {
  * program's own calls (DSP_POOL_MAX, dsp_trim), and are not offered. */
 static void *timer_main(void *arg) {
     (void)arg;
-    for (;;) {
+    for (unsigned tick = 1;; tick++) {
         nap(TIMER_NS);
         struct dsp_ledger_slot *s = atomic_load(&node_slot);
         if (!s) continue;
@@ -364,6 +375,9 @@ static void *timer_main(void *arg) {
         }
         dsp_mgr_lock(); /* the pool's figure is the lock's: read under it */
         size_t pooled = dsp_mgr.cached.bytes;
+        /* The descriptor checked first: one the program closed may be a file
+         * of its own by now. One fcntl per used slot, once a second. */
+        if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();
         dsp_mgr_unlock();
         if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
     }

@@ -85,6 +85,30 @@ node_killed_rank_share_comes_back)
   touch "$stop"
   wait
   ;;
+node_dead_slot_reclaimed_without_a_refusal)
+  # Regression: a killed process's slot stayed counted (users, the pool caps'
+  # divisor, and its bytes) until some process was refused. A threaded one
+  # (it has the timer) now reclaims it within a second, with no refusal.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  LD_PRELOAD="$lib" "$prog" pool 16 "$stop" threaded >"$top/out.a" 2>"$top/err.a" &
+  wait_for "$top/out.a" '^pooled'
+  LD_PRELOAD="$lib" "$prog" hold 64 64 "$stop" >"$top/out.b" 2>"$top/err.b" &
+  b=$!
+  wait_for "$top/out.b" '^pinned 64'
+  kill -KILL $b
+  wait $b 2>/dev/null
+  i=0
+  while "$dsp" stats --node --key "$key" | grep -q 'gone'; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "the dead slot was not reclaimed within 10 s: $("$dsp" stats --node --key "$key")"
+    sleep 0.1
+  done
+  "$dsp" stats --node --key "$key" | grep -q '^total .* 0 B ' ||
+    fail "the dead process's bytes stayed: $("$dsp" stats --node --key "$key")"
+  echo "reclaimed after about $((i * 100)) ms"
+  touch "$stop"
+  wait
+  ;;
 node_idle_pool_yields)
   # 768 MiB idle in one process's pool under a 1 GiB cap: another's 768 MiB
   # is given within its wait (one try, no retry of ours). The holder has a
