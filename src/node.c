@@ -92,6 +92,13 @@ void dsp_node_default_key(char *out, size_t cap) {
     dsp_fmt(out, cap, "node");
 }
 
+/* A DSP_NODE_KEY that config.c accepted always fits, prefix included: a
+ * longer one is ignored there with a warning naming the maximum (the process
+ * uses the default key), never cut into another key. */
+_Static_assert(sizeof "key:" - 1 + DSP_NODE_KEY_MAX <= DSP_LEDGER_KEY_MAX &&
+                   DSP_LEDGER_KEY_MAX <= sizeof((struct dsp_node_plan *)0)->key,
+               "DSP_NODE_KEY fits the ledger's key");
+
 void dsp_node_plan(struct dsp_node_plan *p) {
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
     p->on = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF;

@@ -150,6 +150,25 @@ node_single_threaded_idle_pool_yields_at_its_next_call)
   touch "$stop"
   wait
   ;;
+node_long_or_odd_key_neither_cut_nor_printed_raw)
+  # A DSP_NODE_KEY past the maximum is refused with one line naming the
+  # variable and the maximum (the process uses the default key, and pins),
+  # never cut into another key; stats --node refuses it likewise.
+  long=$(printf 'k%.0s' $(seq 1 300))
+  DSP_NODE_KEY=$long run want 4 0 >"$top/out.l" 2>"$top/err.l" || fail "a long key: no memory"
+  [ "$(grep -c 'DSP_NODE_KEY is longer than 159 bytes; ignored' "$top/err.l")" -eq 1 ] ||
+    fail "a long key: no single warning: $(cat "$top/err.l")"
+  "$dsp" stats --node --key "$long" >"$top/out.s" 2>&1 && fail "stats --node took a long key: $(cat "$top/out.s")"
+  grep -q "longer than DSP_NODE_KEY's maximum of 159 bytes" "$top/out.s" || fail "stats --node: $(cat "$top/out.s")"
+  # The key as the live mapping holds it, its control characters escaped.
+  odd="odd$(printf '\033')[31mkey-$$"
+  oddpath=$(DSP_NODE_KEY="$odd" "$dsp" doctor 2>/dev/null | grep -o '/dev/shm/dspreload-[0-9]*-[0-9a-f]*' | head -1)
+  DSP_NODE_KEY="$odd" run want 4 0 >/dev/null 2>"$top/err.o" || fail "an odd key: no memory"
+  "$dsp" stats --node --key "$odd" >"$top/out.o" 2>&1
+  rm -f "$oddpath"
+  grep -q "key:odd" "$top/out.o" || fail "stats --node shows no key: $(cat -v "$top/out.o")"
+  ! grep -q "$(printf '\033')" "$top/out.o" || fail "stats --node printed a raw escape: $(cat -v "$top/out.o")"
+  ;;
 node_foreign_or_corrupt_ledger_refused)
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: run as root (the other user is uid 65534)"; exit 77; }
   as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
