@@ -169,6 +169,41 @@ node_long_or_odd_key_neither_cut_nor_printed_raw)
   grep -q "key:odd" "$top/out.o" || fail "stats --node shows no key: $(cat -v "$top/out.o")"
   ! grep -q "$(printf '\033')" "$top/out.o" || fail "stats --node printed a raw escape: $(cat -v "$top/out.o")"
   ;;
+node_full_dev_shm_falls_back)
+  # /dev/shm with no room for the ledger (a 8 KiB tmpfs mounted over it in a
+  # mount namespace of the test's own): one warning, the process budgets
+  # alone and pins, no SIGBUS. Needs root (or user namespaces) for the mount.
+  unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs /dev/shm' 2>/dev/null ||
+    { echo "SKIP: cannot mount a tmpfs in a mount namespace (unshare -m; run as root)"; exit 77; }
+  unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs /dev/shm && head -c 4096 /dev/zero >/dev/shm/filler &&
+    LD_PRELOAD="$1" "$2" want 16 0' sh "$lib" "$prog" >"$top/out.f" 2>"$top/err.f" ||
+    fail "a full /dev/shm: exit $? ($(cat "$top/out.f"))"
+  [ "$(grep -c "node ledger .* cannot be sized (/dev/shm full?).*budgets alone" "$top/err.f")" -eq 1 ] ||
+    fail "a full /dev/shm: no single warning: $(cat "$top/err.f")"
+  ;;
+node_257th_process_budgets_alone)
+  # 256 processes hold every slot; the 257th pins anyway, budgeting alone,
+  # with one warning, and no crash.
+  export DSP_NODE_MAX_PINNED=4G DSP_POOL_MAX=0
+  n=0
+  while [ $n -lt 256 ]; do
+    LD_PRELOAD="$lib" "$prog" hold 1 1 "$stop" >/dev/null 2>>"$top/err.h" &
+    n=$((n + 1))
+  done
+  i=0
+  until [ "$(live_rows)" -ge 256 ]; do
+    i=$((i + 1))
+    [ $i -lt 1200 ] || fail "the 256 holders did not all join within 120 s: $(live_rows) live"
+    sleep 0.1
+  done
+  run want 16 0 >"$top/out.x" 2>"$top/err.x" || fail "the 257th process got no memory: $(cat "$top/out.x")"
+  [ "$(grep -c 'all 256 slots are held by live processes; this process budgets alone' "$top/err.x")" -eq 1 ] ||
+    fail "the 257th process: no single warning: $(cat "$top/err.x")"
+  [ "$(live_rows)" -eq 256 ] || fail "the 257th took a slot: $(live_rows) live"
+  touch "$stop"
+  wait
+  [ ! -s "$top/err.h" ] || fail "the holders complained: $(head -5 "$top/err.h")"
+  ;;
 node_foreign_or_corrupt_ledger_refused)
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: run as root (the other user is uid 65534)"; exit 77; }
   as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
