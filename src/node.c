@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #if __has_include(<sys/single_threaded.h>)
 #include <sys/single_threaded.h> /* glibc 2.32+ */
 #define SINGLE_THREADED() (__libc_single_threaded != 0)
@@ -155,10 +156,21 @@ __attribute__((constructor)) static void node_loaded(void) {
  * single-threaded process yields when it next allocates or frees, not within
  * DSP_NODE_WAIT (docs/design.md). A fork child of a threaded parent must not start threads
  * before it execs (POSIX allows only async-signal-safe calls there;
- * ThreadSanitizer refuses it): it polls. At a new pin, under the mutex. */
+ * ThreadSanitizer refuses it) unless it made one itself: until then it
+ * polls. At a new pin, under the mutex. */
+static int threaded(void) {
+    if (!node.forked) return !SINGLE_THREADED();
+    /* glibc leaves __libc_single_threaded clear in the child of a threaded
+     * parent: the child's own threads are counted (the directory's links:
+     * 2 and one a thread). A child that made a thread itself is past the
+     * async-signal-safe rule already. One stat, at a fork child's new pins
+     * only. */
+    struct stat st;
+    return stat("/proc/self/task", &st) == 0 && st.st_nlink > 3;
+}
+
 static void want_timer(void) {
-    if (!node.forked && !SINGLE_THREADED() && !atomic_load(&node.timer_running))
-        atomic_store(&dsp_node_timer_wanted, 1);
+    if (!atomic_load(&node.timer_running) && threaded()) atomic_store(&dsp_node_timer_wanted, 1);
 }
 
 /* The process joins at its first pin, with nothing pinned yet, so its slot

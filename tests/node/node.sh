@@ -134,6 +134,17 @@ node_single_threaded_process_starts_no_timer)
   got=$(run threads 1 2>"$top/err.b") || fail "threads 1: $got"
   [ "$got" = "threads 3" ] || fail "a process with a thread of its own that pinned has: $got (no timer?)"
   ;;
+node_fork_child_gets_a_timer_once_threaded)
+  # Regression: a fork child that never execs had no timer even when it made
+  # threads of its own and pinned, so its idle pool yielded only at its own
+  # calls. A child with a thread of its own that pins gets one (2 + 1); one
+  # without stays single-threaded (it answers at its calls), even under a
+  # threaded parent.
+  got=$(run forkthreads 0 2>"$top/err.a") || fail "forkthreads 0: $got"
+  [ "$got" = "threads 1" ] || fail "a single-threaded fork child that pinned has: $got"
+  got=$(run forkthreads 1 2>"$top/err.b") || fail "forkthreads 1: $got"
+  [ "$got" = "threads 3" ] || fail "a fork child with a thread of its own that pinned has: $got (no timer?)"
+  ;;
 node_single_threaded_idle_pool_yields_at_its_next_call)
   # Without a timer, a single-threaded process's idle pool is given back when
   # it next calls the manager (here: a 4 MiB alloc+free every 50 ms once GO
