@@ -65,12 +65,21 @@ static int env_int(const char *a, const char *b) {
     return (int)n;
 }
 
-/* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). */
-static void cgroup_key(char *out, size_t cap, const char *path, size_t n) {
+/* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). A
+ * path too long for the key keeps its head and gains the hash of all of it,
+ * so that two cgroups whose paths differ only past the cut (container ids
+ * at the end of Kubernetes paths) never share a ledger. */
+void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n) {
     char dir[192];
-    if (n >= sizeof dir) n = sizeof dir - 1;
-    memcpy(dir, path, n);
-    dir[n] = 0;
+    if (n >= sizeof dir) {
+        uint64_t h = dsp_ledger_hash(path, n);
+        size_t head = sizeof dir - 1 - 17;
+        memcpy(dir, path, head);
+        dsp_fmt(dir + head, sizeof dir - head, "#%08x%08x", (unsigned)(h >> 32), (unsigned)h);
+    } else {
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
     dsp_fmt(out, cap, "cgroup:%s", dir);
 }
 
@@ -78,7 +87,7 @@ void dsp_node_default_key(char *out, size_t cap) {
     struct dsp_cgroup cg;
     if (dsp_cgroup_query(&cg) == 0 && cg.file[0]) {
         const char *slash = strrchr(cg.file, '/');
-        cgroup_key(out, cap, cg.file, slash ? (size_t)(slash - cg.file) : strlen(cg.file));
+        dsp_node_cgroup_key(out, cap, cg.file, slash ? (size_t)(slash - cg.file) : strlen(cg.file));
         return;
     }
     /* No limit anywhere: the memory controller's line of /proc/self/cgroup
@@ -87,7 +96,7 @@ void dsp_node_default_key(char *out, size_t cap) {
     if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0 &&
         (dsp_cgroup_path(text, "memory", path, sizeof path) ||
          dsp_cgroup_path(text, "", path, sizeof path))) {
-        cgroup_key(out, cap, path, strlen(path));
+        dsp_node_cgroup_key(out, cap, path, strlen(path));
         return;
     }
     dsp_fmt(out, cap, "node");

@@ -28,6 +28,9 @@ void dsp_node_plan(struct dsp_node_plan *p);
  * where each task has a cgroup of its own below it, Slurm's task_N), or its
  * own cgroup where no level has a limit, or "node". */
 void dsp_node_default_key(char *out, size_t cap);
+/* "cgroup:" and the first n bytes of path, or, too long, its head and the
+ * hash of all of it: never a key cut into another cgroup's. */
+void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n);
 
 /* At initialisation: options read; nothing opened (a process that never
  * pins never touches /dev/shm). */
