@@ -11,7 +11,8 @@
  * itself without and with LD_PRELOAD and prints one table. Both sides run
  * with a second thread, as every CUDA program does: glibc's dlsym takes the
  * loader's lock, which costs atomics only once a process has two threads,
- * and the shim starts one at the first pin (the node ledger's timer), so a
+ * and the shim then started one at the first pin (the node ledger's timer;
+ * now only in a process that has a second thread already), so a
  * single-threaded baseline would charge that to the hook. */
 #include "schema.h"
 #include "side.h"

@@ -6,19 +6,24 @@
  *      a thread of the program's own, as 2.
  *   2. the 64 MiB alloc+free cycle served by the pool: no ledger call; goal:
  *      unchanged (<= 1.05x). Twice: in a single-threaded program, where the
- *      ledger's timer thread alone costs glibc's single-thread shortcut for
- *      mutexes (lock and unlock without atomic instructions), and in a
- *      program with one thread of its own (PyTorch has dozens), where that
- *      shortcut is gone either way
+ *      ledger starts no timer thread (it would cost glibc's single-thread
+ *      shortcut for mutexes: lock and unlock without atomic instructions),
+ *      and in a program with one thread of its own (PyTorch has dozens),
+ *      which has the timer and had lost that shortcut either way
  *   3. an allocation storm: 8 processes at once, each pinning and freeing
  *      blocks of 1 to 16 MiB (four live at a time, no pool) for 2 s;
  *      throughput (blocks a second, all together) against 8 processes with
  *      budgets of their own; goal >= 0.95x
  * Each variant runs in a child process of its own, since the configuration
- * is read once per process. --quick: fewer repeats. Prints a Markdown table. */
+ * is read once per process, and an exec'd one: a fork child that never execs
+ * starts no timer thread (docs/design.md, "Fork"), so a forked child would
+ * not measure what a rank is. --quick: fewer repeats. Prints a Markdown
+ * table; --schema-json FILE also writes bench/schema.h's JSON (bench/run's
+ * `node`). */
 #include <dspreload.h>
 
 #include "ledger.h"
+#include "schema.h"
 #include "timing.h"
 
 #include <pthread.h>
@@ -97,11 +102,13 @@ static double in_child(int node, int which, int n, int threaded) {
     if (c == 0) {
         close(fd[0]);
         configure(node, which == 2 ? "10%" : "0");
-        pthread_t t;
-        if (threaded && pthread_create(&t, NULL, idle_thread, NULL) != 0) _exit(1);
-        double r = which == 1 ? first_pin(n) : pool_cycle(n);
-        if (write(fd[1], &r, sizeof r) != sizeof r) _exit(1);
-        _exit(0);
+        char a[4][24];
+        snprintf(a[0], sizeof a[0], "%d", which);
+        snprintf(a[1], sizeof a[1], "%d", n);
+        snprintf(a[2], sizeof a[2], "%d", threaded);
+        snprintf(a[3], sizeof a[3], "%d", fd[1]);
+        execl("/proc/self/exe", "node_bench", "--child", a[0], a[1], a[2], a[3], (char *)NULL);
+        _exit(1);
     }
     close(fd[1]);
     double r = -1;
@@ -135,16 +142,42 @@ static double storm(int node, double secs) {
     return sum / secs;
 }
 
-static void row(const char *what, double node, double off, const char *unit, double scale,
-                int higher_better, double goal) {
-    double ratio = higher_better ? off / node : node / off; /* >1: the ledger costs */
+/* One figure: its Markdown row, and its JSON figure (node and off sorted by
+ * median(): their ends are the spread). */
+static void row(const char *id, const char *what, const double *node, const double *off, int n,
+                const char *unit, double scale, int higher_better, double goal) {
+    double vn = node[n / 2], vo = off[n / 2];
+    double ratio = higher_better ? vo / vn : vn / vo; /* >1: the ledger costs */
     int met = ratio <= goal;
-    printf("| %s | %.3g %s | %.3g %s | %.3fx | <= %.2fx: %s |\n", what, node * scale, unit,
-           off * scale, unit, ratio, goal, met ? "met" : "NOT met");
+    printf("| %s | %.3g %s | %.3g %s | %.3fx | <= %.2fx: %s |\n", what, vn * scale, unit,
+           vo * scale, unit, ratio, goal, met ? "met" : "NOT met");
+    struct schema_fig *f = schema_figure(id, what, unit, vn * scale, node[0] * scale,
+                                         node[n - 1] * scale, n, higher_better);
+    schema_baseline(f, "per-process budget (DSP_NODE=off)", vo * scale, off[0] * scale,
+                    off[n - 1] * scale);
+    char g[48]; /* schema's ratio is "times better": at most goal x the cost */
+    snprintf(g, sizeof g, "ratio >= %.4f", 1.0 / goal);
+    schema_goal(f, g);
+}
+
+/* The exec'd child of in_child: --child WHICH N THREADED FD. */
+static int child_main(char **argv) {
+    int which = atoi(argv[2]), n = atoi(argv[3]), threaded = atoi(argv[4]), fd = atoi(argv[5]);
+    pthread_t t;
+    if (threaded && pthread_create(&t, NULL, idle_thread, NULL) != 0) return 1;
+    double r = which == 1 ? first_pin(n) : pool_cycle(n);
+    return write(fd, &r, sizeof r) == sizeof r ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
-    quick = argc > 1 && !strcmp(argv[1], "--quick");
+    if (argc >= 2 && !strcmp(argv[1], "--child")) {
+        if (argc != 6) return 2;
+        return child_main(argv);
+    }
+    const char *json;
+    if (schema_args(argc, argv, 1, "--schema-json", "node_bench [--quick] [--schema-json FILE]",
+                    &quick, &json) != 0)
+        return 2;
     snprintf(key, sizeof key, "node-bench-%d", (int)getpid());
     int rounds = quick ? 3 : 7, pins = quick ? 10 : 30, cycles = quick ? 20000 : 100000;
     double a[7], b[7], c[7], d[7], e[7], f[7], g[7], h[7];
@@ -158,29 +191,33 @@ int main(int argc, char **argv) {
         g[r] = in_child(1, 1, pins, 1);
         h[r] = in_child(0, 1, pins, 1);
     }
-    double pin_node = median(a, rounds), pin_off = median(b, rounds);
-    double cyc_node = median(c, rounds), cyc_off = median(d, rounds);
-    double cyt_node = median(e, rounds), cyt_off = median(f, rounds);
-    double pit_node = median(g, rounds), pit_off = median(h, rounds);
+    double *all[] = {a, b, c, d, e, f, g, h};
+    for (int i = 0; i < 8; i++) median(all[i], rounds); /* sorted */
     double secs = quick ? 1 : 2, s_node[3], s_off[3];
     int sr = quick ? 1 : 3;
     for (int r = 0; r < sr; r++) {
         s_node[r] = storm(1, secs);
         s_off[r] = storm(0, secs);
     }
-    double st_node = median(s_node, sr), st_off = median(s_off, sr);
+    median(s_node, sr);
+    median(s_off, sr);
     printf("| benchmark | node ledger (median) | per-process budget (median) | ratio | goal |\n");
     printf("|---|---|---|---|---|\n");
-    row("first pin of 64 MiB, single-threaded program", pin_node, pin_off, "ms", 1e3, 0, 1.05);
-    row("first pin of 64 MiB, program with a thread", pit_node, pit_off, "ms", 1e3, 0, 1.05);
-    row("pooled 64 MiB alloc+free, single-threaded program", cyc_node, cyc_off, "ns", 1e9, 0, 1.05);
-    row("pooled 64 MiB alloc+free, program with a thread", cyt_node, cyt_off, "ns", 1e9, 0, 1.05);
-    row("8-process storm, 1-16 MiB blocks (blocks/s)", st_node, st_off, "", 1, 1, 1.0 / 0.95);
+    row("node.first_pin.64MiB", "first pin of 64 MiB, single-threaded program", a, b, rounds, "ms",
+        1e3, 0, 1.05);
+    row("node.first_pin.64MiB.threaded", "first pin of 64 MiB, program with a thread", g, h, rounds,
+        "ms", 1e3, 0, 1.05);
+    row("node.pool_cycle.64MiB", "pooled 64 MiB alloc+free, single-threaded program", c, d, rounds,
+        "ns", 1e9, 0, 1.05);
+    row("node.pool_cycle.64MiB.threaded", "pooled 64 MiB alloc+free, program with a thread", e, f,
+        rounds, "ns", 1e9, 0, 1.05);
+    row("node.storm.8", "8-process storm, 1-16 MiB blocks (blocks/s)", s_node, s_off, sr,
+        "blocks/s", 1, 1, 1.0 / 0.95);
     printf("\nratio = ledger / per-process for times, per-process / ledger for throughput "
            "(1.00x: no cost).\n");
     char k[96], path[160];
     snprintf(k, sizeof k, "key:%s", key);
     dsp_ledger_path(path, sizeof path, "/dev/shm", (unsigned)geteuid(), k);
     unlink(path); /* this run's ledger */
-    return 0;
+    return json && schema_write(json, "node_bench", quick) ? 1 : 0;
 }

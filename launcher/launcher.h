@@ -47,6 +47,9 @@ struct node_sum {
 int node_view_open(const char *path, struct node_view *v, const char **why);
 void node_view_close(struct node_view *v);
 void node_view_sum(const struct node_view *v, struct node_sum *s);
+/* The mapping's key, bounded and escaped, into out (4 * DSP_LEDGER_KEY_MAX
+ * bytes hold any). */
+const char *node_view_key(const struct node_view *v, char *out, size_t cap);
 
 /* The reference of every DSP_* variable on fd: plain, or the Markdown of
  * docs/configuration.md (launcher/reference.c). */

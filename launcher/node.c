@@ -1,6 +1,7 @@
 /* dspreload stats --node [--key KEY]: the node ledgers of this user, read
  * live (src/ledger.h): one row per process, the totals against the cap. And
  * the read-only view doctor shows a line of. */
+#include "config.h"
 #include "fmt.h"
 #include "launcher.h"
 #include "ledger.h"
@@ -8,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,24 @@ void node_view_sum(const struct node_view *v, struct node_sum *s) {
     }
 }
 
+static void fmt_log(char *out, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    dsp_vfmt_log(out, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* The key of a live mapping, for a terminal: copied first (another process
+ * of this user may be writing it), cut at the header's size whatever it
+ * holds, and its control characters escaped as in log lines (fmt.c). */
+const char *node_view_key(const struct node_view *v, char *out, size_t cap) {
+    char k[DSP_LEDGER_KEY_MAX];
+    memcpy(k, (const char *)v->map->head.h.key, sizeof k);
+    k[sizeof k - 1] = 0;
+    fmt_log(out, cap, "%s", k);
+    return out;
+}
+
 static void print_rank(int r) {
     if (r < 0)
         printf(" %6s", "-");
@@ -87,10 +107,10 @@ static int show(const char *path) {
     const struct dsp_ledger_map *m = v.map;
     struct node_sum sum;
     node_view_sum(&v, &sum);
-    char a[32], b[32], c[32];
-    printf("ledger %s (%s): cap %s, %u processes, %s pinned\n", path, m->head.h.key,
-           dsp_fmt_bytes(a, sizeof a, atomic_load(&m->head.h.cap)), sum.live,
-           dsp_fmt_bytes(b, sizeof b, sum.pinned));
+    char a[32], b[32], c[32], k[4 * DSP_LEDGER_KEY_MAX];
+    printf("ledger %s (%s): cap %s, %u processes, %s pinned\n", path,
+           node_view_key(&v, k, sizeof k), dsp_fmt_bytes(a, sizeof a, atomic_load(&m->head.h.cap)),
+           sum.live, dsp_fmt_bytes(b, sizeof b, sum.pinned));
     printf("%-10s %6s %6s %12s %12s %8s %s\n", "pid", "rank", "local", "pinned", "pooled",
            "refused", "state");
     uint32_t n = atomic_load(&m->head.h.hwm);
@@ -104,7 +124,7 @@ static int show(const char *path) {
         printf(" %12s %12s %8llu %s\n", dsp_fmt_bytes(a, sizeof a, atomic_load(&sl->reserved)),
                dsp_fmt_bytes(b, sizeof b, atomic_load(&sl->pooled)),
                (unsigned long long)atomic_load(&sl->refused),
-               alive == 0 ? "gone (its share comes back at the next refusal)" : "live");
+               alive == 0 ? "gone (reclaimed within a second, or at the next refusal)" : "live");
     }
     printf("%-10s %6s %6s %12s %12s %8llu of %s\n", "total", "", "",
            dsp_fmt_bytes(a, sizeof a, sum.pinned), dsp_fmt_bytes(b, sizeof b, sum.pooled),
@@ -120,6 +140,15 @@ int cmd_stats_node(int argc, char **argv) {
         key = argv[1];
     else if (argc)
         return usage_error("stats --node takes only --key KEY");
+    if (key && strlen(key) >= DSP_NODE_KEY_MAX) {
+        /* Processes ignore such a key (config.c) and use the default one:
+         * never a ledger of a key cut short. */
+        fprintf(stderr,
+                "dspreload: stats --node: the key is longer than DSP_NODE_KEY's maximum of %u "
+                "bytes; processes ignore such a DSP_NODE_KEY (they use the default key)\n",
+                (unsigned)DSP_NODE_KEY_MAX - 1);
+        return 2;
+    }
     if (key && *key) {
         char k[DSP_LEDGER_KEY_MAX], path[160];
         snprintf(k, sizeof k, "key:%s", key);

@@ -31,13 +31,14 @@ _Static_assert(sizeof(struct dsp_ledger_head) <= 4096, "the header fits its page
                 (offsetof(struct dsp_ledger_slot, cap) << 20) ^                                    \
                 (offsetof(struct dsp_ledger_head, key) << 26)))
 
-static uint64_t fnv(uint64_t h, const char *s) {
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+uint64_t dsp_ledger_hash(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n && s[i]; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
     return h;
 }
 
 void dsp_ledger_path(char *out, size_t cap, const char *dir, unsigned uid, const char *key) {
-    uint64_t h = fnv(0xcbf29ce484222325ull, key);
+    uint64_t h = dsp_ledger_hash(key, (size_t)-1);
     dsp_fmt(out, cap, "%s/dspreload-%u-%08x%08x", dir, uid, (unsigned)(h >> 32), (unsigned)h);
 }
 

@@ -79,6 +79,8 @@ struct dsp_ledger_conn {
  * number may be reused for a file of its own. */
 int dsp_ledger_fd_ok(const struct dsp_ledger_conn *c);
 
+/* 64-bit FNV-1a of the first n bytes of s (up to its NUL). */
+uint64_t dsp_ledger_hash(const char *s, size_t n);
 /* /dev/shm/dspreload-<uid>-<hash of key> into out (cap bytes). */
 void dsp_ledger_path(char *out, size_t cap, const char *dir, unsigned uid, const char *key);
 

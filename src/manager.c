@@ -243,6 +243,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     dsp_mgr_lock();
     struct dsp_span *s = from_pool(len, how, out, &why);
     if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
+    dsp_node_poll(); /* a process without the ledger's timer answers here */
     dsp_mgr_unlock();
     if (DSP_UNLIKELY(dsp_node_wait_len)) {
         /* The node cap refused, and other processes were asked for their
@@ -335,6 +336,7 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
         dsp_span_release(s);
     else
         retire(s);
+    dsp_node_poll();                             /* the pooled figure others read before they ask */
     int over = dsp_pooled_bytes() > m->pool_max; /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);

@@ -19,11 +19,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h> /* glibc 2.32+ */
+#define SINGLE_THREADED() (__libc_single_threaded != 0)
+#else
+#define SINGLE_THREADED() 0 /* unknown: a timer, as before */
+#endif
 #include <time.h>
 #include <unistd.h>
 
-#define TIMER_NS     (50 * 1000 * 1000) /* how stale a pooled figure or a yield request gets */
-#define WAIT_STEP_NS (5 * 1000 * 1000)
+#define TIMER_NS      (50 * 1000 * 1000) /* how stale a pooled figure or a yield request gets */
+#define WAIT_STEP_NS  (5 * 1000 * 1000)
+#define RECLAIM_TICKS 20 /* the timer reclaims dead owners' slots once a second */
 
 static struct {
     int state; /* 0 not joined yet, 1 joined (conn open, slot held), -1 alone for good */
@@ -42,7 +50,8 @@ static struct {
 /* Published for lock-free readers (the timer, the pool cap). */
 static _Atomic(struct dsp_ledger_slot *) node_slot;
 static _Atomic(struct dsp_ledger_map *) node_map;
-static _Atomic uint64_t trim_seen;
+_Atomic uint64_t dsp_node_trim_seen;
+struct dsp_ledger_slot *_Atomic dsp_node_polled;
 _Atomic int dsp_node_timer_wanted;
 DSP_TLS size_t dsp_node_wait_len;
 static DSP_TLS int retrying;
@@ -56,12 +65,21 @@ static int env_int(const char *a, const char *b) {
     return (int)n;
 }
 
-/* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). */
-static void cgroup_key(char *out, size_t cap, const char *path, size_t n) {
+/* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). A
+ * path too long for the key keeps its head and gains the hash of all of it,
+ * so that two cgroups whose paths differ only past the cut (container ids
+ * at the end of Kubernetes paths) never share a ledger. */
+void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n) {
     char dir[192];
-    if (n >= sizeof dir) n = sizeof dir - 1;
-    memcpy(dir, path, n);
-    dir[n] = 0;
+    if (n >= sizeof dir) {
+        uint64_t h = dsp_ledger_hash(path, n);
+        size_t head = sizeof dir - 1 - 17;
+        memcpy(dir, path, head);
+        dsp_fmt(dir + head, sizeof dir - head, "#%08x%08x", (unsigned)(h >> 32), (unsigned)h);
+    } else {
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
     dsp_fmt(out, cap, "cgroup:%s", dir);
 }
 
@@ -69,7 +87,7 @@ void dsp_node_default_key(char *out, size_t cap) {
     struct dsp_cgroup cg;
     if (dsp_cgroup_query(&cg) == 0 && cg.file[0]) {
         const char *slash = strrchr(cg.file, '/');
-        cgroup_key(out, cap, cg.file, slash ? (size_t)(slash - cg.file) : strlen(cg.file));
+        dsp_node_cgroup_key(out, cap, cg.file, slash ? (size_t)(slash - cg.file) : strlen(cg.file));
         return;
     }
     /* No limit anywhere: the memory controller's line of /proc/self/cgroup
@@ -78,11 +96,18 @@ void dsp_node_default_key(char *out, size_t cap) {
     if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0 &&
         (dsp_cgroup_path(text, "memory", path, sizeof path) ||
          dsp_cgroup_path(text, "", path, sizeof path))) {
-        cgroup_key(out, cap, path, strlen(path));
+        dsp_node_cgroup_key(out, cap, path, strlen(path));
         return;
     }
     dsp_fmt(out, cap, "node");
 }
+
+/* A DSP_NODE_KEY that config.c accepted always fits, prefix included: a
+ * longer one is ignored there with a warning naming the maximum (the process
+ * uses the default key), never cut into another key. */
+_Static_assert(sizeof "key:" - 1 + DSP_NODE_KEY_MAX <= DSP_LEDGER_KEY_MAX &&
+                   DSP_LEDGER_KEY_MAX <= sizeof((struct dsp_node_plan *)0)->key,
+               "DSP_NODE_KEY fits the ledger's key");
 
 void dsp_node_plan(struct dsp_node_plan *p) {
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
@@ -133,6 +158,30 @@ __attribute__((constructor)) static void node_loaded(void) {
     loaded_pid = getpid();
 }
 
+/* The timer only once the process has a second thread: in a single-threaded
+ * one it would end glibc's single-thread shortcut for every mutex (the pool
+ * cycle 1.19-1.53x slower, docs/performance.md). There the manager answers
+ * yield requests at its next call instead (dsp_node_poll): an idle
+ * single-threaded process yields when it next allocates or frees, not within
+ * DSP_NODE_WAIT (docs/design.md). A fork child of a threaded parent must not start threads
+ * before it execs (POSIX allows only async-signal-safe calls there;
+ * ThreadSanitizer refuses it) unless it made one itself: until then it
+ * polls. At a new pin, under the mutex. */
+static int threaded(void) {
+    if (!node.forked) return !SINGLE_THREADED();
+    /* glibc leaves __libc_single_threaded clear in the child of a threaded
+     * parent: the child's own threads are counted (the directory's links:
+     * 2 and one a thread). A child that made a thread itself is past the
+     * async-signal-safe rule already. One stat, at a fork child's new pins
+     * only. */
+    struct stat st;
+    return stat("/proc/self/task", &st) == 0 && st.st_nlink > 3;
+}
+
+static void want_timer(void) {
+    if (!atomic_load(&node.timer_running) && threaded()) atomic_store(&dsp_node_timer_wanted, 1);
+}
+
 /* The process joins at its first pin, with nothing pinned yet, so its slot
  * always holds exactly what the manager counts as pinned. */
 static int join(void) {
@@ -174,7 +223,7 @@ static int join(void) {
         return -1;
     }
     struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
-    atomic_store(&trim_seen, atomic_load(&s->trim_req));
+    atomic_store(&dsp_node_trim_seen, atomic_load(&s->trim_req));
     atomic_store(&node_map, node.c.map);
     atomic_store(&node_slot, s);
     node.owner = getpid();
@@ -183,12 +232,18 @@ static int join(void) {
     char a[32];
     dsp_info("node ledger %s (%s): cap %s (%s), slot %d", node.path, node.key,
              dsp_fmt_bytes(a, sizeof a, cap), p.why, node.c.slot);
-    /* A fork child of a threaded parent (and every pinning parent has the
-     * timer) must not start threads before it execs (POSIX allows only
-     * async-signal-safe calls there; ThreadSanitizer refuses it): it answers
-     * yield requests at its own new pins instead (dsp_node_reserve). */
-    if (!node.forked && !atomic_load(&node.timer_running)) atomic_store(&dsp_node_timer_wanted, 1);
+    /* No timer yet: the manager answers on its calls (dsp_node_poll) until
+     * a new pin finds the process threaded (want_timer). */
+    atomic_store(&dsp_node_polled, s);
+    want_timer();
     return 0;
+}
+
+/* The slot no longer this process's to use: no reader, timer or poll, touches it. */
+static void unpublish(void) {
+    atomic_store(&dsp_node_polled, NULL);
+    atomic_store(&node_slot, NULL);
+    atomic_store(&node_map, NULL);
 }
 
 static void publish_map(const struct dsp_ledger_map *m) {
@@ -202,6 +257,17 @@ void dsp_node_publish(void) {
     if (m) publish_map(m);
 }
 
+/* Under the mutex, with the slot ours: dead owners' slots zeroed and freed
+ * (ledger.c), their bytes counted. At a refusal, and once a second from the
+ * timer, so that users (the pool caps' divisor) and the sum are not inflated
+ * by the dead until someone is refused. */
+static void reclaim_dead(void) {
+    uint64_t got = dsp_ledger_reclaim(&node.c);
+    if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+}
+
+static int slot_is_ours(void);
+
 int dsp_node_reserve(size_t len, int silent) {
     if (node.state < 0) return 0;
     if (node.state == 0 && (dsp_mgr.pinned != 0 || join() != 0)) return 0;
@@ -209,8 +275,7 @@ int dsp_node_reserve(size_t len, int silent) {
         /* Its slot's lock went with the descriptor: others may reclaim the
          * slot at any moment, so this process stops using it. The mapping
          * stays (the timer may still read it). */
-        atomic_store(&node_slot, NULL);
-        atomic_store(&node_map, NULL);
+        unpublish();
         node.state = -1;
         dsp_once(DSP_LOG_WARN,
                  "node ledger %s: the program closed its descriptor; this process budgets alone "
@@ -218,22 +283,14 @@ int dsp_node_reserve(size_t len, int silent) {
                  node.path);
         return 0;
     }
-    if (DSP_UNLIKELY(node.forked)) { /* no timer here: requests answered at each new pin */
-        struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
-        uint64_t g = atomic_load(&s->trim_req);
-        if (g != atomic_load(&trim_seen)) {
-            atomic_store(&trim_seen, g);
-            dsp_stat_add(DSP_ST_node_yields, 1);
-            dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
-        }
-        atomic_store(&s->pooled, dsp_mgr.cached.bytes); /* what yields: see timer_main */
-    }
+    if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
+        want_timer(); /* a thread made since the last pin */
+    dsp_node_poll();
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
      * share back at once, then this process's own pool, then the others'. */
-    uint64_t got = dsp_ledger_reclaim(&node.c);
-    if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+    reclaim_dead();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     if (silent || len > cap) return -ENOMEM;
     if (dsp_mgr.cached.bytes) {
@@ -300,6 +357,16 @@ void dsp_node_wait(void) {
     errno = saved;
 }
 
+/* Under the mutex, from dsp_node_poll: a yield request answered by the
+ * manager itself (the whole unregistered pool; registered spans as the
+ * timer, below). */
+void dsp_node_yield(struct dsp_ledger_slot *s) {
+    uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&dsp_node_trim_seen);
+    if (g == seen || !atomic_compare_exchange_strong(&dsp_node_trim_seen, &seen, g)) return;
+    dsp_stat_add(DSP_ST_node_yields, 1);
+    dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
+}
+
 void dsp_node_retry_done(void) {
     retrying = 0;
 }
@@ -324,18 +391,21 @@ size_t dsp_node_pool_max(size_t pool_max) {
  * program's own calls (DSP_POOL_MAX, dsp_trim), and are not offered. */
 static void *timer_main(void *arg) {
     (void)arg;
-    for (;;) {
+    for (unsigned tick = 1;; tick++) {
         nap(TIMER_NS);
         struct dsp_ledger_slot *s = atomic_load(&node_slot);
         if (!s) continue;
-        uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&trim_seen);
-        if (g != seen && atomic_compare_exchange_strong(&trim_seen, &seen, g)) {
+        uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&dsp_node_trim_seen);
+        if (g != seen && atomic_compare_exchange_strong(&dsp_node_trim_seen, &seen, g)) {
             size_t n = dsp_trim_unregistered();
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
         }
         dsp_mgr_lock(); /* the pool's figure is the lock's: read under it */
         size_t pooled = dsp_mgr.cached.bytes;
+        /* The descriptor checked first: one the program closed may be a file
+         * of its own by now. One fcntl per used slot, once a second. */
+        if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();
         dsp_mgr_unlock();
         if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
     }
@@ -359,6 +429,7 @@ void dsp_node_start_timer(void) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0) {
         atomic_store(&node.timer_running, 1);
+        atomic_store(&dsp_node_polled, NULL); /* the timer answers from now on */
         return;
     }
     dsp_once(DSP_LOG_WARN,
@@ -368,8 +439,7 @@ void dsp_node_start_timer(void) {
 }
 
 void dsp_node_fork_child(void) {
-    atomic_store(&node_slot, NULL);
-    atomic_store(&node_map, NULL);
+    unpublish();
     atomic_store(&dsp_node_timer_wanted, 0);
     atomic_store(&node.timer_running, 0); /* threads are not inherited */
     node.forked = 1;
@@ -395,13 +465,11 @@ __attribute__((destructor)) static void node_fini(void) {
         /* Not ours to clear or unlock (a child made without fork handlers,
          * or a descriptor the program closed): the kernel drops our lock, if
          * any, and a refusal somewhere reclaims the slot. */
-        atomic_store(&node_slot, NULL);
-        atomic_store(&node_map, NULL);
+        unpublish();
         node.state = -1;
     } else if (node.state == 1) {
         publish_map(node.c.map); /* the exit statistics show the node as it was */
-        atomic_store(&node_slot, NULL);
-        atomic_store(&node_map, NULL);
+        unpublish();
         dsp_ledger_leave(&node.c);
         node.state = -1;
     }

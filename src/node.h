@@ -5,6 +5,8 @@
 #define DSP_NODE_H
 
 #include "internal.h"
+#include "ledger.h"
+#include "manager.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -26,6 +28,9 @@ void dsp_node_plan(struct dsp_node_plan *p);
  * where each task has a cgroup of its own below it, Slurm's task_N), or its
  * own cgroup where no level has a limit, or "node". */
 void dsp_node_default_key(char *out, size_t cap);
+/* "cgroup:" and the first n bytes of path, or, too long, its head and the
+ * hash of all of it: never a key cut into another cgroup's. */
+void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n);
 
 /* At initialisation: options read; nothing opened (a process that never
  * pins never touches /dev/shm). */
@@ -50,9 +55,28 @@ extern DSP_TLS size_t dsp_node_wait_len;
 void dsp_node_wait(void);
 void dsp_node_retry_done(void);
 
-/* The timer thread is started outside the mutex, after the first slot. */
+/* The timer thread is started outside the mutex, after a new pin found the
+ * process with a slot, no timer and more than one thread. */
 extern _Atomic int dsp_node_timer_wanted;
 void dsp_node_start_timer(void);
+
+/* The slot of a process that has no timer (single-threaded: a thread of ours
+ * would end glibc's single-thread lock shortcut, docs/performance.md; or a
+ * fork child), NULL otherwise: its manager answers yield requests and
+ * publishes its pooled figure on each of its calls instead, under the mutex
+ * (dsp_node_poll: two relaxed loads and a store of mapped words). */
+extern struct dsp_ledger_slot *_Atomic dsp_node_polled;
+extern _Atomic uint64_t dsp_node_trim_seen;
+void dsp_node_yield(struct dsp_ledger_slot *s);
+static inline void dsp_node_poll(void) {
+    struct dsp_ledger_slot *s = atomic_load_explicit(&dsp_node_polled, memory_order_relaxed);
+    if (DSP_UNLIKELY(s != NULL)) {
+        if (DSP_UNLIKELY(atomic_load_explicit(&s->trim_req, memory_order_relaxed) !=
+                         atomic_load_explicit(&dsp_node_trim_seen, memory_order_relaxed)))
+            dsp_node_yield(s);
+        atomic_store_explicit(&s->pooled, dsp_mgr.cached.bytes, memory_order_relaxed);
+    }
+}
 
 /* DSP_POOL_MAX, or a smaller share when the ledger's users together could
  * otherwise keep its cap idle: cap / users. */

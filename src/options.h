@@ -50,10 +50,11 @@ DSP_OPTION(NODE_MAX_PINNED, SIZE, "auto", "auto, off, bytes (512G) or a share of
            "is for one process: 80% of RAM, or of the memory cgroup's room. The process that "
            "finds the ledger without users sets the cap; a process asking for less applies "
            "the smaller cap to itself. off is DSP_NODE=off.")
-DSP_OPTION(NODE_KEY, STRING, "", "any text (a job id: $SLURM_JOB_ID)",
+DSP_OPTION(NODE_KEY, STRING, "", "any text of at most 159 bytes (a job id: $SLURM_JOB_ID)",
            "Which processes share a node ledger: those of this user with the same key. "
            "Empty: the memory cgroup that limits the process (or its cgroup when none "
-           "does), so that the ranks of one job or container share one cap.")
+           "does), so that the ranks of one job or container share one cap. A longer key is "
+           "ignored with one warning (the default key is used, never a key cut short).")
 DSP_OPTION(NODE_WAIT, MSEC, "300", "milliseconds, 0 to 60000",
            "How long an allocation refused by the node cap waits, while other processes "
            "give back their idle pools, before it fails (the caller then falls back). 0: "

@@ -85,11 +85,37 @@ node_killed_rank_share_comes_back)
   touch "$stop"
   wait
   ;;
+node_dead_slot_reclaimed_without_a_refusal)
+  # Regression: a killed process's slot stayed counted (users, the pool caps'
+  # divisor, and its bytes) until some process was refused. A threaded one
+  # (it has the timer) now reclaims it within a second, with no refusal.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  LD_PRELOAD="$lib" "$prog" pool 16 "$stop" threaded >"$top/out.a" 2>"$top/err.a" &
+  wait_for "$top/out.a" '^pooled'
+  LD_PRELOAD="$lib" "$prog" hold 64 64 "$stop" >"$top/out.b" 2>"$top/err.b" &
+  b=$!
+  wait_for "$top/out.b" '^pinned 64'
+  kill -KILL $b
+  wait $b 2>/dev/null
+  i=0
+  while "$dsp" stats --node --key "$key" | grep -q 'gone'; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "the dead slot was not reclaimed within 10 s: $("$dsp" stats --node --key "$key")"
+    sleep 0.1
+  done
+  "$dsp" stats --node --key "$key" | grep -q '^total .* 0 B ' ||
+    fail "the dead process's bytes stayed: $("$dsp" stats --node --key "$key")"
+  echo "reclaimed after about $((i * 100)) ms"
+  touch "$stop"
+  wait
+  ;;
 node_idle_pool_yields)
   # 768 MiB idle in one process's pool under a 1 GiB cap: another's 768 MiB
-  # is given within its wait (one try, no retry of ours).
+  # is given within its wait (one try, no retry of ours). The holder has a
+  # thread of its own, as every CUDA program does: the ledger's timer answers
+  # for it (a single-threaded one answers at its next call: the case below).
   export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
-  LD_PRELOAD="$lib" "$prog" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
+  LD_PRELOAD="$lib" "$prog" pool 768 "$stop" threaded >"$top/out.p" 2>"$top/err.p" &
   wait_for "$top/out.p" '^pooled'
   sleep 0.5 # its timer publishes the pooled figure every 50 ms
   DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
@@ -97,6 +123,97 @@ node_idle_pool_yields)
   echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
   touch "$stop"
   wait
+  ;;
+node_single_threaded_process_starts_no_timer)
+  # Regression: the ledger's timer thread, started at the first pin, ended
+  # glibc's single-thread lock shortcut (the pool cycle 1.19-1.53x slower).
+  # A single-threaded process keeps its one thread; one with a thread of its
+  # own gets the timer (2 + 1).
+  got=$(run threads 0 2>"$top/err.a") || fail "threads 0: $got"
+  [ "$got" = "threads 1" ] || fail "a single-threaded process that pinned has: $got"
+  got=$(run threads 1 2>"$top/err.b") || fail "threads 1: $got"
+  [ "$got" = "threads 3" ] || fail "a process with a thread of its own that pinned has: $got (no timer?)"
+  ;;
+node_fork_child_gets_a_timer_once_threaded)
+  # Regression: a fork child that never execs had no timer even when it made
+  # threads of its own and pinned, so its idle pool yielded only at its own
+  # calls. A child with a thread of its own that pins gets one (2 + 1); one
+  # without stays single-threaded (it answers at its calls), even under a
+  # threaded parent.
+  got=$(run forkthreads 0 2>"$top/err.a") || fail "forkthreads 0: $got"
+  [ "$got" = "threads 1" ] || fail "a single-threaded fork child that pinned has: $got"
+  got=$(run forkthreads 1 2>"$top/err.b") || fail "forkthreads 1: $got"
+  [ "$got" = "threads 3" ] || fail "a fork child with a thread of its own that pinned has: $got (no timer?)"
+  ;;
+node_single_threaded_idle_pool_yields_at_its_next_call)
+  # Without a timer, a single-threaded process's idle pool is given back when
+  # it next calls the manager (here: a 4 MiB alloc+free every 50 ms once GO
+  # exists), within the other's wait.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
+  LD_PRELOAD="$lib" "$prog" pool 768 "$stop" calls "$go" >"$top/out.p" 2>"$top/err.p" &
+  wait_for "$top/out.p" '^pooled'
+  DSP_NODE_WAIT=10000 LD_PRELOAD="$lib" "$prog" want 768 0 >"$top/out.q" 2>"$top/err.q" &
+  q=$!
+  sleep 1 # it has asked and waits
+  touch "$go"
+  wait $q || fail "the single-threaded idle pool did not yield at its next call: $(cat "$top/out.q")"
+  echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
+  touch "$stop"
+  wait
+  ;;
+node_long_or_odd_key_neither_cut_nor_printed_raw)
+  # A DSP_NODE_KEY past the maximum is refused with one line naming the
+  # variable and the maximum (the process uses the default key, and pins),
+  # never cut into another key; stats --node refuses it likewise.
+  long=$(printf 'k%.0s' $(seq 1 300))
+  DSP_NODE_KEY=$long run want 4 0 >"$top/out.l" 2>"$top/err.l" || fail "a long key: no memory"
+  [ "$(grep -c 'DSP_NODE_KEY is longer than 159 bytes; ignored' "$top/err.l")" -eq 1 ] ||
+    fail "a long key: no single warning: $(cat "$top/err.l")"
+  "$dsp" stats --node --key "$long" >"$top/out.s" 2>&1 && fail "stats --node took a long key: $(cat "$top/out.s")"
+  grep -q "longer than DSP_NODE_KEY's maximum of 159 bytes" "$top/out.s" || fail "stats --node: $(cat "$top/out.s")"
+  # The key as the live mapping holds it, its control characters escaped.
+  odd="odd$(printf '\033')[31mkey-$$"
+  oddpath=$(DSP_NODE_KEY="$odd" "$dsp" doctor 2>/dev/null | grep -o '/dev/shm/dspreload-[0-9]*-[0-9a-f]*' | head -1)
+  DSP_NODE_KEY="$odd" run want 4 0 >/dev/null 2>"$top/err.o" || fail "an odd key: no memory"
+  "$dsp" stats --node --key "$odd" >"$top/out.o" 2>&1
+  rm -f "$oddpath"
+  grep -q "key:odd" "$top/out.o" || fail "stats --node shows no key: $(cat -v "$top/out.o")"
+  ! grep -q "$(printf '\033')" "$top/out.o" || fail "stats --node printed a raw escape: $(cat -v "$top/out.o")"
+  ;;
+node_full_dev_shm_falls_back)
+  # /dev/shm with no room for the ledger (a 8 KiB tmpfs mounted over it in a
+  # mount namespace of the test's own): one warning, the process budgets
+  # alone and pins, no SIGBUS. Needs root (or user namespaces) for the mount.
+  unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs /dev/shm' 2>/dev/null ||
+    { echo "SKIP: cannot mount a tmpfs in a mount namespace (unshare -m; run as root)"; exit 77; }
+  unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs /dev/shm && head -c 4096 /dev/zero >/dev/shm/filler &&
+    LD_PRELOAD="$1" "$2" want 16 0' sh "$lib" "$prog" >"$top/out.f" 2>"$top/err.f" ||
+    fail "a full /dev/shm: exit $? ($(cat "$top/out.f"))"
+  [ "$(grep -c "node ledger .* cannot be sized (/dev/shm full?).*budgets alone" "$top/err.f")" -eq 1 ] ||
+    fail "a full /dev/shm: no single warning: $(cat "$top/err.f")"
+  ;;
+node_257th_process_budgets_alone)
+  # 256 processes hold every slot; the 257th pins anyway, budgeting alone,
+  # with one warning, and no crash.
+  export DSP_NODE_MAX_PINNED=4G DSP_POOL_MAX=0
+  n=0
+  while [ $n -lt 256 ]; do
+    LD_PRELOAD="$lib" "$prog" hold 1 1 "$stop" >/dev/null 2>>"$top/err.h" &
+    n=$((n + 1))
+  done
+  i=0
+  until [ "$(live_rows)" -ge 256 ]; do
+    i=$((i + 1))
+    [ $i -lt 1200 ] || fail "the 256 holders did not all join within 120 s: $(live_rows) live"
+    sleep 0.1
+  done
+  run want 16 0 >"$top/out.x" 2>"$top/err.x" || fail "the 257th process got no memory: $(cat "$top/out.x")"
+  [ "$(grep -c 'all 256 slots are held by live processes; this process budgets alone' "$top/err.x")" -eq 1 ] ||
+    fail "the 257th process: no single warning: $(cat "$top/err.x")"
+  [ "$(live_rows)" -eq 256 ] || fail "the 257th took a slot: $(live_rows) live"
+  touch "$stop"
+  wait
+  [ ! -s "$top/err.h" ] || fail "the holders complained: $(head -5 "$top/err.h")"
   ;;
 node_foreign_or_corrupt_ledger_refused)
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: run as root (the other user is uid 65534)"; exit 77; }

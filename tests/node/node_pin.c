@@ -3,8 +3,14 @@
  *   node_pin hold TOTAL_MB BLOCK_MB STOP [GO]  waits for the file GO (when
  *       given), pins BLOCK_MB blocks until TOTAL_MB or refused, prints
  *       "pinned N" (MiB), then holds them until the file STOP exists
- *   node_pool MB STOP                         pins MB and frees it (the pool keeps it),
- *       prints "pooled", waits for STOP
+ *   node_pin pool MB STOP [threaded|calls GO]  pins MB and frees it (the pool keeps
+ *       it), prints "pooled", waits for STOP; threaded: with an idle thread of
+ *       its own made first (as every CUDA program has); calls: single-threaded,
+ *       and once the file GO exists, one 4 MiB alloc+free every 50 ms
+ *   node_pin threads [N]                      makes N idle threads (0), pins and
+ *       frees 16 MiB, then prints "threads T" (Threads: of /proc/self/status)
+ *   node_pin forkthreads N                    makes an idle thread, forks a child
+ *       that never execs, which does what "threads N" does
  *   node_pin want MB SECONDS                  asks for MB until given or SECONDS pass:
  *       "got MS" (milliseconds after the first try) and exit 0, or "refused", 1
  *   node_pin fork                             pins 16 MiB, forks a child that pins
@@ -12,6 +18,7 @@
  *       shell command $NODE_PROBE, one after the other */
 #include <dspreload.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +42,28 @@ static void touch(char *p, size_t len) {
     for (size_t off = 0; off < len; off += 4096) p[off] = 1;
 }
 
+static void *idle(void *arg) {
+    pause();
+    return arg;
+}
+
+static void idle_threads(int n) {
+    for (int i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, idle, NULL) != 0) exit(2);
+    }
+}
+
+static int threads_now(void) {
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1) break;
+    if (f) fclose(f);
+    return n;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "hold")) {
         size_t total = (size_t)atol(argv[2]) * MiB, block = (size_t)atol(argv[3]) * MiB, got = 0;
@@ -50,13 +79,44 @@ int main(int argc, char **argv) {
         wait_file(argv[4]);
         return 0;
     }
-    if (argc == 4 && !strcmp(argv[1], "pool")) {
+    if (argc >= 4 && !strcmp(argv[1], "pool")) {
         size_t len = (size_t)atol(argv[2]) * MiB;
+        const char *mode = argc > 4 ? argv[4] : "";
+        if (!strcmp(mode, "threaded")) idle_threads(1);
         void *p = dsp_alloc(len);
         if (!p || dsp_free(p) != 0) return printf("refused\n"), 1;
         printf("pooled\n");
         fflush(stdout);
+        if (!strcmp(mode, "calls") && argc > 5) {
+            wait_file(argv[5]);
+            while (access(argv[3], F_OK) != 0) {
+                dsp_free(dsp_alloc(4 * MiB));
+                usleep(50 * 1000);
+            }
+        }
         wait_file(argv[3]);
+        return 0;
+    }
+    if (argc == 3 && !strcmp(argv[1], "forkthreads")) {
+        idle_threads(1); /* a threaded parent, as every CUDA program */
+        fflush(stdout);
+        pid_t c = fork();
+        if (c == 0) {
+            idle_threads(atoi(argv[2]));
+            void *p = dsp_alloc(16 * MiB);
+            if (!p || dsp_free(p) != 0) _exit(3);
+            printf("threads %d\n", threads_now());
+            fflush(stdout);
+            _exit(0);
+        }
+        int st;
+        return c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+    }
+    if (argc >= 2 && !strcmp(argv[1], "threads")) {
+        idle_threads(argc > 2 ? atoi(argv[2]) : 0);
+        void *p = dsp_alloc(16 * MiB);
+        if (!p || dsp_free(p) != 0) return printf("refused\n"), 1;
+        printf("threads %d\n", threads_now());
         return 0;
     }
     if (argc == 4 && !strcmp(argv[1], "want")) {

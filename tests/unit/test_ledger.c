@@ -321,6 +321,26 @@ Test(ledger, the_default_key_names_the_cgroup, .init = fresh_path) {
     }
 }
 
+/* Regression: a cgroup path longer than the key's room was cut silently, so
+ * two cgroups whose paths differ only past the cut (a Kubernetes
+ * container's id at the end) shared one ledger. */
+Test(ledger, a_long_cgroup_path_is_hashed_not_cut, .init = fresh_path) {
+    char a[300], b[300], ka[200], kb[200];
+    memset(a, 'p', sizeof a - 1);
+    a[0] = '/';
+    a[sizeof a - 1] = 0;
+    memcpy(b, a, sizeof b);
+    b[sizeof b - 2] = 'q';
+    dsp_node_cgroup_key(ka, sizeof ka, a, strlen(a));
+    dsp_node_cgroup_key(kb, sizeof kb, b, strlen(b));
+    cr_assert_str_neq(ka, kb);
+    cr_assert(!strncmp(ka, "cgroup:/ppp", 11), "%s", ka);
+    cr_assert(strchr(ka, '#') != NULL, "%s", ka);
+    cr_assert_lt(strlen(ka), DSP_LEDGER_KEY_MAX);
+    dsp_node_cgroup_key(ka, sizeof ka, "/a/b", 2); /* a short one as it was */
+    cr_assert_str_eq(ka, "cgroup:/a");
+}
+
 /* Review of issue 16: growing the file past RLIMIT_FSIZE raised SIGXFSZ,
  * which killed the program at its first pin. */
 Test(ledger, a_small_file_size_limit_refuses_instead_of_killing, .init = fresh_path) {
