@@ -333,7 +333,7 @@ Test(ledger, a_long_cgroup_path_is_hashed_not_cut, .init = fresh_path) {
     b[sizeof b - 2] = 'q';
     dsp_node_cgroup_key(ka, sizeof ka, a, strlen(a));
     dsp_node_cgroup_key(kb, sizeof kb, b, strlen(b));
-    cr_assert_str_neq(ka, kb);
+    cr_assert(strcmp(ka, kb) != 0, "%s", ka); /* (no cr_assert_str_neq in every build) */
     cr_assert(!strncmp(ka, "cgroup:/ppp", 11), "%s", ka);
     cr_assert(strchr(ka, '#') != NULL, "%s", ka);
     cr_assert_lt(strlen(ka), DSP_LEDGER_KEY_MAX);
