@@ -126,7 +126,8 @@ void dsp_shm_fork_child(void);
 /* Maps a LIVE span of served memory read-write from the memfd, out of core
  * dumps: 0 or -errno (then nothing was mapped). */
 int dsp_shm_map(const struct dsp_span *s);
-/* Gives an OURS span's pages back to the system (after it was unmapped). */
+/* Gives an OURS span's pages back to the system, unlocking them; the caller
+ * then maps the range PROT_NONE. */
 void dsp_shm_punch(const struct dsp_span *s);
 
 /* maps.c: the process's memory maps (vm.max_map_count). Under mu. */

@@ -171,9 +171,21 @@ int dsp_mem_mprotect(void *addr, size_t len, int prot) {
  * as glibc's would, but stay resident, locked and registered. A block the
  * program made read-only cannot be written: its pages are dropped instead
  * (MADV_DONTNEED_LOCKED, Linux 5.18), and fault in again zeroed and locked. */
+struct drop {
+    int rc, advice;
+};
+
 static void zero(struct dsp_span *s, uintptr_t a, uintptr_t e, void *arg) {
-    int *rc = arg;
+    struct drop *d = arg;
+    int *rc = &d->rc;
     if (s->state != DSP_SPAN_LIVE) return;
+    /* Served memory is shared memory (shm.c), whose contents the kernel
+     * keeps under MADV_DONTNEED (a forked child may be reading them) and
+     * which MADV_FREE refuses: as the driver's memory would answer. */
+    if (s->shared) {
+        if (d->advice == MADV_FREE) *rc = -1, errno = EINVAL;
+        return;
+    }
     if (!(s->taint & DSP_TAINT_READONLY))
         memset((void *)a, 0, e - a);
     else if (syscall(SYS_madvise, a, e - a, MADV_DONTNEED_LOCKED) != 0)
@@ -197,14 +209,20 @@ int dsp_mem_madvise(void *addr, size_t len, int advice) {
     uintptr_t lo, hi;
     if (!arena_part((uintptr_t)addr, len, &lo, &hi))
         return (int)syscall(SYS_madvise, addr, len, advice);
+    /* MADV_REMOVE frees a shared mapping's pages from under a driver's pin
+     * (a served block mlock refused is pinned by registration alone); on
+     * private memory, as every other block is, the kernel refuses it. */
+    if (advice == MADV_REMOVE) return errno = EINVAL, -1;
     int dropping = advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_DONTNEED_LOCKED;
     int rc = 0, err = errno;
     if (dropping) {
         rc = (int)outside(SYS_madvise, (uintptr_t)addr, len, lo, hi, advice);
         err = errno;
+        struct drop d = {rc, advice};
         dsp_mgr_lock();
-        each_span(lo, hi, zero, &rc);
+        each_span(lo, hi, zero, &d);
         dsp_mgr_unlock();
+        rc = d.rc;
         if (rc) err = errno;
     } else {
         rc = (int)syscall(SYS_madvise, addr, len, advice);

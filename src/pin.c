@@ -95,10 +95,10 @@ static int auto_threads(size_t len) {
  * neighbour's coalescing in pool.threads_never_share_a_block). */
 static int unmap(const struct dsp_span *s) {
     void *base = (void *)s->base;
+    dsp_shm_punch(s); /* served memory: its pages out of the file first */
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
         dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
-        dsp_shm_punch(s);
         return 0;
     }
     /* ENOMEM: splitting the mapping would pass vm.max_map_count. As in
@@ -106,10 +106,8 @@ static int unmap(const struct dsp_span *s) {
      * use of the span maps over it (regression: pin.failed_unmap_*). The
      * munlock covers a lock of the program's MCL_FUTURE too. */
     int err = errno;
-    if (syscall(SYS_munlock, base, s->len) == 0 && advise(base, s->len, MADV_DONTNEED) == 0) {
-        dsp_shm_punch(s);
+    if (syscall(SYS_munlock, base, s->len) == 0 && advise(base, s->len, MADV_DONTNEED) == 0)
         return 0;
-    }
     char a[32];
     dsp_once(DSP_LOG_WARN,
              "cannot give back %s after a failed pin (%s; vm.max_map_count?): it stays "
@@ -144,7 +142,16 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
     void *base = (void *)s->base;
     int stuck;
     char a[32], b[32];
-    int shared = s->shared == DSP_SHARED_OURS && dsp_shm_map(s) == 0;
+    int shared = 0;
+    if (s->shared == DSP_SHARED_OURS) {
+        int err = -dsp_shm_map(s);
+        shared = err == 0;
+        if (!shared)
+            dsp_once(DSP_LOG_WARN,
+                     "cannot map served memory from its shared file (%s): this block and "
+                     "others like it are private memory, which a fork copies",
+                     dsp_errname(err));
+    }
     if (!shared && mmap(base, s->len, PROT_READ | PROT_WRITE,
                         MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
         int err = errno;
@@ -201,10 +208,10 @@ int dsp_pin_drop(struct dsp_span *s) {
      * once, leaving the address space reserved. */
     void *base = (void *)s->base;
     dsp_maps_note(2); /* a hole in the middle of a mapping splits it in three */
+    dsp_shm_punch(s); /* served memory: its pages out of the file first */
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
         dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
-        dsp_shm_punch(s);
         s->locked = 0;
         s->huge = 0;
         return 0;
@@ -221,7 +228,6 @@ int dsp_pin_drop(struct dsp_span *s) {
         return -1;
     }
     advise(base, s->len, MADV_DONTNEED);
-    dsp_shm_punch(s);
     s->locked = 0;
     s->huge = 0;
     return 0;

@@ -96,6 +96,11 @@ void dsp_span_release(struct dsp_span *s) {
     int was_locked = s->locked;
     if (dsp_pin_drop(s) != 0) { /* still locked (logged): keep it pooled and counted */
         s->reg = 0;
+        if (s->served) { /* only served allocations may have it: none will, unregistered */
+            s->state = DSP_SPAN_LIVE; /* in no index: out of use for good, as a stuck pin */
+            dsp_stat_add(DSP_ST_pin_stuck_bytes, s->len);
+            return;
+        }
         dsp_pool_put(s);
         return;
     }

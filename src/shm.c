@@ -8,7 +8,7 @@
  * its own address: neighbouring blocks then have consecutive offsets and
  * merge into one VMA as anonymous ones do (issue 12), and an offset is never
  * used by two blocks at once. Dropping a block punches its pages out of the
- * file (unmapping alone would leave them in it).
+ * file before unmapping it (unmapping alone would leave them in it).
  *
  * After fork the child's copy of the descriptor is closed and the spans it
  * inherited are FOREIGN: freeing them there only unmaps, so a child never
@@ -28,7 +28,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define FILE_LEN ((off_t)1 << 47) /* offsets are user addresses */
+/* Offsets are user addresses: the file spans the whole user range (aarch64
+ * places mappings above 2^47; shmem files may be that large, and the size
+ * commits nothing). */
+#define FILE_LEN ((off_t)DSP_USER_VA_END)
 
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 1U
@@ -86,7 +89,7 @@ int dsp_shm_ready(void) {
 int dsp_shm_map(const struct dsp_span *s) {
     int fd = dsp_mgr.shm_fd1 - 1;
     void *base = (void *)s->base;
-    if (fd < 0 || !same_file(fd)) return -EBADF;
+    if (fd < 0 || s->base + s->len > (uintptr_t)FILE_LEN || !same_file(fd)) return -EBADF;
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, fd, (off_t)s->base) ==
         MAP_FAILED)
         return -errno;
@@ -94,10 +97,18 @@ int dsp_shm_map(const struct dsp_span *s) {
     return 0;
 }
 
+/* Through the mapping, not the descriptor: MADV_REMOVE punches whatever
+ * file the range maps, so a descriptor the program closed (or whose number
+ * it reused) never matters; it refuses locked ranges, hence the munlock.
+ * The descriptor is the fallback (a range the program made read-only). */
 void dsp_shm_punch(const struct dsp_span *s) {
+    if (s->shared != DSP_SHARED_OURS) return;
+    void *base = (void *)s->base;
+    syscall(SYS_munlock, base, s->len);
+    if (syscall(SYS_madvise, base, s->len, MADV_REMOVE) == 0) return;
     int fd = dsp_mgr.shm_fd1 - 1;
-    if (s->shared != DSP_SHARED_OURS || fd < 0 || !same_file(fd)) return;
-    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)s->base, (off_t)s->len);
+    if (fd >= 0 && same_file(fd))
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)s->base, (off_t)s->len);
 }
 
 void dsp_shm_fork_child(void) {

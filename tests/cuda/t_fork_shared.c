@@ -9,6 +9,8 @@
 #include "gpu_check.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +46,13 @@ int main(void) {
         CHECK(gpu_vm_flag(small[i], "sh") == 1 && gpu_vm_flag(small[i], "dd") == 1,
               "small block %d shared and out of core dumps", i);
     }
+    /* Shared memory's madvise answers (regression: the shim zeroed a served
+     * block on MADV_DONTNEED, which a forked child sharing it would see, and
+     * accepted MADV_FREE, which the kernel refuses on shared memory). */
+    CHECK(madvise(p + 8192, 4096, MADV_DONTNEED) == 0 && p[8192] == 0x5a,
+          "MADV_DONTNEED keeps shared memory's contents");
+    CHECK(madvise(p + 8192, 4096, MADV_FREE) == -1 && errno == EINVAL,
+          "MADV_FREE is refused on shared memory");
     CHECK(cudaHostAlloc((void **)&pooled, 1 << 20, 1 /* Portable */) == 0, "cudaHostAlloc");
     CHECK(cudaFreeHost(pooled) == 0, "cudaFreeHost"); /* pooled under the shim, inherited so */
 
