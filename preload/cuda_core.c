@@ -236,8 +236,7 @@ int dsp_cuda_alloc(const struct dsp_cuda_api *a, void **p, size_t size, unsigned
         (flags & ~(unsigned)(DSP_CU_PORTABLE | DSP_CU_MAPPED)) || !ready(a))
         return DSP_CUDA_REAL; /* no context (driver API): the driver's own answer, 201 */
     struct dsp_block b;
-    unsigned how =
-        DSP_BLK_LOCK_OPTIONAL | DSP_BLK_REGISTERED | DSP_BLK_SERVED | DSP_BLK_USER(SERVED | flags);
+    unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_SERVED | DSP_BLK_USER(SERVED | flags);
     /* Over budget, the registered pool gives way first (cuda_budget_evict). */
     void *ptr = dsp_block_alloc_room(size, how, &b);
     if (!ptr) goto fallback;

@@ -9,12 +9,11 @@
 
 enum {
     DSP_BLK_LOCK_OPTIONAL = 1, /* populated but unlocked if mlock is refused (the driver pins) */
-    DSP_BLK_REGISTERED = 2,    /* try the pool of CUDA-registered spans first */
     DSP_BLK_QUIET = 4, /* a budget refusal is counted, not logged (the caller logs its own line) */
     DSP_BLK_RETRY = 8, /* a budget refusal is neither logged nor counted (a retry follows) */
     /* Driver-like pinned memory: MAP_SHARED (forked children share it, fork
-     * copies nothing), out of core dumps, never cut from a chunk; pooled for
-     * such allocations only (issue 13). */
+     * copies nothing), out of core dumps, never cut from a chunk; taken
+     * from and pooled in the registered pool only (issue 13). */
     DSP_BLK_SERVED = 16,
 };
 /* The layer's own flag bits for the block, in its registry entry from the

@@ -111,8 +111,9 @@ enum refusal {
 static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *out,
                                   enum refusal *why) {
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
-    struct dsp_span *s = how & DSP_BLK_REGISTERED ? dsp_pool_get_registered(len) : NULL;
-    if (!s && !(how & DSP_BLK_SERVED)) s = dsp_pool_get(len);
+    /* Served memory only from the served (registered) pool, the rest only
+     * from the general one. */
+    struct dsp_span *s = how & DSP_BLK_SERVED ? dsp_pool_get_registered(len) : dsp_pool_get(len);
     if (!s) {
         dsp_stat_add(DSP_ST_pool_misses, 1);
         *why = POOL_MISS;
