@@ -360,9 +360,15 @@ void dsp_node_wait(void) {
 /* Under the mutex, from dsp_node_poll: a yield request answered by the
  * manager itself (the whole unregistered pool; registered spans as the
  * timer, below). */
-void dsp_node_yield(struct dsp_ledger_slot *s) {
+/* 1 when the slot holds a yield request not answered yet, claimed for the
+ * caller (the timer and the manager's poll race for it: one answers). */
+static int claim_request(struct dsp_ledger_slot *s) {
     uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&dsp_node_trim_seen);
-    if (g == seen || !atomic_compare_exchange_strong(&dsp_node_trim_seen, &seen, g)) return;
+    return g != seen && atomic_compare_exchange_strong(&dsp_node_trim_seen, &seen, g);
+}
+
+void dsp_node_yield(struct dsp_ledger_slot *s) {
+    if (!claim_request(s)) return;
     dsp_stat_add(DSP_ST_node_yields, 1);
     dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
 }
@@ -395,8 +401,7 @@ static void *timer_main(void *arg) {
         nap(TIMER_NS);
         struct dsp_ledger_slot *s = atomic_load(&node_slot);
         if (!s) continue;
-        uint64_t g = atomic_load(&s->trim_req), seen = atomic_load(&dsp_node_trim_seen);
-        if (g != seen && atomic_compare_exchange_strong(&dsp_node_trim_seen, &seen, g)) {
+        if (claim_request(s)) {
             size_t n = dsp_trim_unregistered();
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
