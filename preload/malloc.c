@@ -275,7 +275,7 @@ static __attribute__((noinline)) void hinted_free(void *p) {
         /* A signal handler that interrupted this thread inside one of our
          * locks: freed at the next unlock, checked then. */
         int saved = errno;
-        dsp_defer_set_malloc_free(hinted_free);
+        dsp_defer_set_handler(DSP_DEFER_MALLOC, hinted_free);
         dsp_defer_free(p, DSP_DEFER_MALLOC);
         errno = saved;
         return;

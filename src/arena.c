@@ -91,40 +91,39 @@ static uintptr_t roomy_place(size_t len) {
 }
 
 /* Reserves exactly [at, at + len), never over anything: 1 or 0. */
-static int map_at(uintptr_t at, size_t len) {
+static int map_at(struct dsp_manager *m, uintptr_t at, size_t len) {
     void *p = mmap((void *)at, len, PROT_NONE, RESERVE_FLAGS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) return 0;
     if ((uintptr_t)p != at) { /* a kernel before 4.17 took the address as a hint */
         munmap(p, len);
         return 0;
     }
-    dsp_arena_unlock_reserved(at, len);
+    dsp_arena_unlock_reserved(m, at, len);
     return 1;
 }
 
-static void publish_range(uintptr_t lo, uintptr_t hi) {
-    atomic_store_explicit(&dsp_mgr.hi, hi, memory_order_relaxed);
-    atomic_store_explicit(&dsp_mgr.lo, lo, memory_order_release);
+static void publish_range(struct dsp_manager *m, uintptr_t lo, uintptr_t hi) {
+    atomic_store_explicit(&m->hi, hi, memory_order_relaxed);
+    atomic_store_explicit(&m->lo, lo, memory_order_release);
 }
 
-static int reserve_limited(size_t left) {
-    struct dsp_manager *m = &dsp_mgr;
+static int reserve_limited(struct dsp_manager *m, size_t left) {
     size_t want = (left / AS_SHARE) & ~(PIECE_ALIGN - 1);
     if (want > m->arena_size) want = m->arena_size;
     if (want < PIECE_ALIGN) return -ENOMEM;
     uintptr_t lo = roomy_place(want);
-    if (!lo || !map_at(lo, want)) {
+    if (!lo || !map_at(m, lo, want)) {
         void *p = mmap(NULL, want + PIECE_ALIGN, PROT_NONE, RESERVE_FLAGS, -1, 0);
         if (p == MAP_FAILED) return -ENOMEM;
         uintptr_t raw = (uintptr_t)p;
         lo = dsp_align_up_ptr(raw, PIECE_ALIGN);
         if (lo > raw) munmap(p, lo - raw);
         munmap((void *)(lo + want), raw + want + PIECE_ALIGN - (lo + want));
-        dsp_arena_unlock_reserved(lo, want);
+        dsp_arena_unlock_reserved(m, lo, want);
     }
     m->as_limited = 1;
     m->bump = lo;
-    publish_range(lo, lo + want);
+    publish_range(m, lo, lo + want);
     char a[32], b[32];
     dsp_info("RLIMIT_AS: reserved %s of address space for pinned blocks (the limit leaves %s); "
              "more is reserved in pieces as needed",
@@ -132,10 +131,9 @@ static int reserve_limited(size_t left) {
     return 0;
 }
 
-int dsp_arena_reserve(void) {
-    struct dsp_manager *m = &dsp_mgr;
+int dsp_arena_reserve(struct dsp_manager *m) {
     size_t left = as_left();
-    if (left != SIZE_MAX) return reserve_limited(left);
+    if (left != SIZE_MAX) return reserve_limited(m, left);
     size_t want = m->arena_size;
     for (; want >= ARENA_ALIGN; want /= 2) {
         void *p = mmap(NULL, want + ARENA_ALIGN, PROT_NONE, RESERVE_FLAGS, -1, 0);
@@ -143,9 +141,9 @@ int dsp_arena_reserve(void) {
         uintptr_t raw = (uintptr_t)p, lo = dsp_align_up_ptr(raw, ARENA_ALIGN);
         if (lo > raw) munmap(p, lo - raw);
         munmap((void *)(lo + want), raw + want + ARENA_ALIGN - (lo + want));
-        dsp_arena_unlock_reserved(lo, want);
+        dsp_arena_unlock_reserved(m, lo, want);
         m->bump = lo;
-        publish_range(lo, lo + want);
+        publish_range(m, lo, lo + want);
         if (want < m->arena_size) {
             char a[32], b[32];
             dsp_info("reserved %s of address space for pinned blocks (%s refused)",
@@ -157,8 +155,8 @@ int dsp_arena_reserve(void) {
     return -ENOMEM;
 }
 
-static struct dsp_span *new_span(uintptr_t base, size_t len, int state) {
-    struct dsp_span *s = dsp_slab_alloc(&dsp_mgr.spans);
+static struct dsp_span *new_span(struct dsp_manager *m, uintptr_t base, size_t len, int state) {
+    struct dsp_span *s = dsp_slab_alloc(&m->spans);
     if (!s) return NULL;
     s->base = base;
     s->len = len;
@@ -167,8 +165,7 @@ static struct dsp_span *new_span(uintptr_t base, size_t len, int state) {
     return s;
 }
 
-static void link_after(struct dsp_span *prev, struct dsp_span *s) {
-    struct dsp_manager *m = &dsp_mgr;
+static void link_after(struct dsp_manager *m, struct dsp_span *prev, struct dsp_span *s) {
     s->aprev = prev;
     s->anext = prev ? prev->anext : m->first;
     if (s->anext)
@@ -181,8 +178,7 @@ static void link_after(struct dsp_span *prev, struct dsp_span *s) {
         m->first = s;
 }
 
-void dsp_span_unlink(struct dsp_span *s) {
-    struct dsp_manager *m = &dsp_mgr;
+void dsp_span_unlink(struct dsp_manager *m, struct dsp_span *s) {
     if (s->aprev)
         s->aprev->anext = s->anext;
     else
@@ -194,8 +190,8 @@ void dsp_span_unlink(struct dsp_span *s) {
     dsp_slab_free(&m->spans, s);
 }
 
-struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len) {
-    struct dsp_span *t = new_span(s->base + len, s->len - len, s->state);
+struct dsp_span *dsp_span_split(struct dsp_manager *m, struct dsp_span *s, size_t len) {
+    struct dsp_span *t = new_span(m, s->base + len, s->len - len, s->state);
     if (!t) return NULL;
     t->locked = s->locked;
     t->huge = s->huge;
@@ -204,60 +200,58 @@ struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len) {
     t->shared = s->shared;   /* its pages are still the memfd's: punched when dropped */
     t->counted = s->counted; /* registered spans are never split */
     s->len = len;
-    link_after(s, t);
+    link_after(m, s, t);
     return t;
 }
 
 /* Returns a vacant span of exactly len bytes starting on an `align` boundary,
  * taken out of the index, or NULL. */
-static struct dsp_span *take_vacant(size_t len, size_t align) {
-    struct dsp_manager *m = &dsp_mgr;
+static struct dsp_span *take_vacant(struct dsp_manager *m, size_t len, size_t align) {
     struct dsp_span *s = dsp_bins_find(&m->vacant, len + align - DSP_PAGE);
     if (!s) return NULL;
     dsp_bins_remove(&m->vacant, s);
     uintptr_t start = dsp_align_up_ptr(s->base, align);
     if (start > s->base) {
-        struct dsp_span *body = dsp_span_split(s, start - s->base);
+        struct dsp_span *body = dsp_span_split(m, s, start - s->base);
         if (!body) return dsp_bins_insert(&m->vacant, s), NULL;
         dsp_bins_insert(&m->vacant, s);
         s = body;
     }
     if (s->len > len) {
-        struct dsp_span *tail = dsp_span_split(s, len);
-        if (!tail) return (void)dsp_arena_vacate(s), NULL;
+        struct dsp_span *tail = dsp_span_split(m, s, len);
+        if (!tail) return (void)dsp_arena_vacate(m, s), NULL;
         dsp_bins_insert(&m->vacant, tail);
     }
     return s;
 }
 
 /* Under mu: the block fits between the bump pointer and hi. */
-static int bump_fits(size_t len, size_t align) {
-    uintptr_t hi = atomic_load_explicit(&dsp_mgr.hi, memory_order_relaxed);
-    uintptr_t start = dsp_align_up_ptr(dsp_mgr.bump, align);
+static int bump_fits(struct dsp_manager *m, size_t len, size_t align) {
+    uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
+    uintptr_t start = dsp_align_up_ptr(m->bump, align);
     return start <= hi && hi - start >= len;
 }
 
-static struct dsp_span *take_bump(size_t len, size_t align) {
-    struct dsp_manager *m = &dsp_mgr;
-    if (!bump_fits(len, align)) return NULL;
+static struct dsp_span *take_bump(struct dsp_manager *m, size_t len, size_t align) {
+    if (!bump_fits(m, len, align)) return NULL;
     uintptr_t start = dsp_align_up_ptr(m->bump, align);
     /* Both spans exist before either is linked: a gap linked with the bump
      * left behind it would be linked again by the next call, and the two
      * copies would merge into a vacant span overlapping the next block
      * (regression: arena.failed_span_allocation_leaves_no_overlap). */
     struct dsp_span *gap = NULL, *s;
-    if (start > m->bump && !(gap = new_span(m->bump, start - m->bump, DSP_SPAN_VACANT)))
+    if (start > m->bump && !(gap = new_span(m, m->bump, start - m->bump, DSP_SPAN_VACANT)))
         return NULL;
-    s = new_span(start, len, DSP_SPAN_LIVE);
+    s = new_span(m, start, len, DSP_SPAN_LIVE);
     if (!s) {
         if (gap) dsp_slab_free(&m->spans, gap);
         return NULL;
     }
     if (gap) {
-        link_after(m->last, gap);
-        dsp_arena_vacate(gap); /* indexes it, merging with a vacant predecessor */
+        link_after(m, m->last, gap);
+        dsp_arena_vacate(m, gap); /* indexes it, merging with a vacant predecessor */
     }
-    link_after(m->last, s);
+    link_after(m, m->last, s);
     m->bump = start + len;
     return s;
 }
@@ -269,8 +263,7 @@ static struct dsp_span *take_bump(size_t len, size_t align) {
  * what the limit leaves, or just the block when that is larger but at most
  * half of it. lo and hi change only once the piece is ours, so dsp_in_arena
  * never covers anything else. */
-static int grow(size_t len, size_t align) {
-    struct dsp_manager *m = &dsp_mgr;
+static int grow(struct dsp_manager *m, size_t len, size_t align) {
     uintptr_t lo = atomic_load_explicit(&m->lo, memory_order_relaxed);
     uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
     size_t total = hi - lo, room = m->arena_size > total ? m->arena_size - total : 0;
@@ -283,19 +276,19 @@ static int grow(size_t len, size_t align) {
     size_t down = need_below > share ? need_below : share;
     int up_ok = up <= room && (up == share || up <= left / 2);
     int down_ok = down <= room && (down == share || down <= left / 2) && lo > down;
-    if (up_ok && map_at(hi, up)) {
+    if (up_ok && map_at(m, hi, up)) {
         atomic_store_explicit(&m->hi, hi + up, memory_order_release);
         return 1;
     }
-    if (down_ok && map_at(lo - down, down)) {
-        struct dsp_span *s = new_span(lo - down, down, DSP_SPAN_VACANT);
+    if (down_ok && map_at(m, lo - down, down)) {
+        struct dsp_span *s = new_span(m, lo - down, down, DSP_SPAN_VACANT);
         if (!s) {
             munmap((void *)(lo - down), down);
             return -1;
         }
-        link_after(NULL, s);
+        link_after(m, NULL, s);
         atomic_store_explicit(&m->lo, lo - down, memory_order_release);
-        dsp_arena_vacate(s); /* merges with a vacant first span, indexes it */
+        dsp_arena_vacate(m, s); /* merges with a vacant first span, indexes it */
         return 2;
     }
     if (m->as_limited) { /* unlimited: the manager's "raise DSP_ARENA_SIZE" says it */
@@ -310,12 +303,12 @@ static int grow(size_t len, size_t align) {
     return -1;
 }
 
-struct dsp_span *dsp_arena_take(size_t len, size_t align) {
-    struct dsp_span *s = take_vacant(len, align);
+struct dsp_span *dsp_arena_take(struct dsp_manager *m, size_t len, size_t align) {
+    struct dsp_span *s = take_vacant(m, len, align);
     if (!s) {
-        int g = bump_fits(len, align) ? 0 : grow(len, align);
+        int g = bump_fits(m, len, align) ? 0 : grow(m, len, align);
         if (g < 0) return NULL;
-        s = g == 2 ? take_vacant(len, align) : take_bump(len, align);
+        s = g == 2 ? take_vacant(m, len, align) : take_bump(m, len, align);
         if (!s) return NULL;
     }
     s->state = DSP_SPAN_LIVE;
@@ -325,14 +318,13 @@ struct dsp_span *dsp_arena_take(size_t len, size_t align) {
     return s;
 }
 
-size_t dsp_arena_shed_tail(void) {
-    struct dsp_manager *m = &dsp_mgr;
+size_t dsp_arena_shed_tail(struct dsp_manager *m) {
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed)) return 0;
     struct dsp_span *t = m->last;
     if (t && t->state == DSP_SPAN_VACANT) { /* reserved only: part of the tail */
         dsp_bins_remove(&m->vacant, t);
         m->bump = t->base;
-        dsp_span_unlink(t);
+        dsp_span_unlink(m, t);
     }
     uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
     if (hi <= m->bump) return 0;
@@ -342,10 +334,9 @@ size_t dsp_arena_shed_tail(void) {
     return hi - m->bump;
 }
 
-void dsp_arena_restore_tail(size_t len) {
-    struct dsp_manager *m = &dsp_mgr;
+void dsp_arena_restore_tail(struct dsp_manager *m, size_t len) {
     if (!len) return;
-    if (map_at(m->bump, len)) {
+    if (map_at(m, m->bump, len)) {
         atomic_store_explicit(&m->hi, m->bump + len, memory_order_release);
         return;
     }
@@ -356,30 +347,35 @@ void dsp_arena_restore_tail(size_t len) {
              dsp_fmt_bytes(a, sizeof a, len));
 }
 
-void dsp_arena_unlock_vacant(void) {
-    struct dsp_manager *m = &dsp_mgr;
+void dsp_arena_unlock_vacant(struct dsp_manager *m) {
     for (struct dsp_span *s = m->first; s; s = s->anext)
         if (s->state == DSP_SPAN_VACANT) syscall(SYS_munlock, s->base, s->len);
     uintptr_t hi = atomic_load_explicit(&m->hi, memory_order_relaxed);
     if (hi > m->bump) syscall(SYS_munlock, m->bump, hi - m->bump);
 }
 
-struct dsp_span *dsp_arena_vacate(struct dsp_span *s) {
-    struct dsp_manager *m = &dsp_mgr;
+struct dsp_span *dsp_arena_vacate(struct dsp_manager *m, struct dsp_span *s) {
     s->state = DSP_SPAN_VACANT;
     s->locked = s->huge = s->taint = 0;
     struct dsp_span *p = s->aprev, *n = s->anext;
     if (p && p->state == DSP_SPAN_VACANT) {
         dsp_bins_remove(&m->vacant, p);
         p->len += s->len;
-        dsp_span_unlink(s);
+        dsp_span_unlink(m, s);
         s = p;
     }
     if (n && n->state == DSP_SPAN_VACANT) {
         dsp_bins_remove(&m->vacant, n);
         s->len += n->len;
-        dsp_span_unlink(n);
+        dsp_span_unlink(m, n);
     }
     dsp_bins_insert(&m->vacant, s);
     return s;
+}
+
+void dsp_arena_unlock_reserved(struct dsp_manager *m, uintptr_t base, size_t len) {
+    if (DSP_LIKELY(!atomic_load_explicit(&m->lock_future, memory_order_relaxed))) return;
+    int err = errno;
+    syscall(SYS_munlock, base, len);
+    errno = err;
 }

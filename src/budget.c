@@ -17,29 +17,7 @@
 
 #include <errno.h>
 
-void dsp_budget_plan(struct dsp_budget_plan *p) {
-    /* In a container the memory cgroup is the machine: its room at start-up
-     * (its limit less what it already uses) when smaller than RAM. The shares
-     * of the options (DSP_POOL_MAX=10%) were taken of the same (init.c). */
-    size_t ram = dsp_sys_ram(), mem = dsp_cgroup_ram(), max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
-    p->why = "DSP_MAX_PINNED";
-    p->cap = p->budget = max;
-    p->auto_cap = dsp_budget_auto(mem);
-    p->auto_why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
-    if (max == DSP_SIZE_AUTO) {
-        p->cap = p->budget = p->auto_cap;
-        p->why = p->auto_why;
-        size_t lim = dsp_sys_memlock_limit();
-        /* Without CAP_IPC_LOCK the kernel refuses mlock past RLIMIT_MEMLOCK:
-         * a budget above it would only turn into refused mlocks. */
-        if (!dsp_sys_has_ipc_lock() && lim < p->budget) p->budget = lim, p->why = "RLIMIT_MEMLOCK";
-    }
-    p->pool_max = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
-    if (p->pool_max > p->cap) p->pool_max = p->cap;
-}
-
-void dsp_budget_configure(void) {
-    struct dsp_manager *m = &dsp_mgr;
+void dsp_budget_configure(struct dsp_manager *m) {
     struct dsp_budget_plan p;
     dsp_budget_plan(&p);
     char a[32], b[32];
@@ -57,42 +35,39 @@ void dsp_budget_configure(void) {
     dsp_stat_set(DSP_ST_pool_max_bytes, m->pool_max);
 }
 
-int dsp_budget_fits_after_release(size_t len, size_t released) {
-    struct dsp_manager *m = &dsp_mgr;
+int dsp_budget_fits_after_release(struct dsp_manager *m, size_t len, size_t released) {
     size_t rest = m->pinned > released ? m->pinned - released : 0;
     return len <= m->cap && rest <= m->cap - len;
 }
 
-static int fits(size_t len, int lock) {
-    struct dsp_manager *m = &dsp_mgr;
-    if (!dsp_budget_fits_after_release(len, 0)) return 0;
+static int fits(struct dsp_manager *m, size_t len, int lock) {
+    if (!dsp_budget_fits_after_release(m, len, 0)) return 0;
     return !lock || (len <= m->budget && m->locked <= m->budget - len);
 }
 
-static void publish(void) {
-    struct dsp_manager *m = &dsp_mgr;
+static void publish(struct dsp_manager *m) {
     dsp_stat_set(DSP_ST_pinned_bytes, m->pinned);
     dsp_stat_set(DSP_ST_locked_bytes, m->locked);
     dsp_stat_max(DSP_ST_pinned_bytes_peak, m->pinned);
 }
 
-int dsp_budget_reserve(size_t len, int lock, int refuse) {
-    struct dsp_manager *m = &dsp_mgr;
-    if (!fits(len, lock)) {
-        /* Make room from the pool, cached blocks being the cheapest to lose,
-         * but only when that can be enough: a request that would not fit even
-         * with the pool empty must not empty it (regression:
-         * budget.hopeless_request_keeps_the_pool). The general pool's spans
-         * are all locked and counted in both. */
-        size_t cached = m->cached.bytes < m->locked ? m->cached.bytes : m->locked;
-        size_t excess = 0;
-        if (len <= m->cap && m->pinned > m->cap - len) excess = m->pinned + len - m->cap;
-        if (lock && len <= m->budget && m->locked > m->budget - len &&
-            m->locked + len - m->budget > excess)
-            excess = m->locked + len - m->budget;
-        if (excess && excess <= cached) dsp_pool_release_until(m->cached.bytes - excess);
-    }
-    if (!fits(len, lock)) {
+size_t dsp_budget_excess(struct dsp_manager *m, size_t len, int lock) {
+    if (fits(m, len, lock)) return 0;
+    /* Only when the general pool can be enough: a request that would not fit
+     * even with the pool empty must not empty it (regression:
+     * budget.hopeless_request_keeps_the_pool). The general pool's spans are
+     * all locked and counted in both. */
+    size_t cached = m->cached.bytes < m->locked ? m->cached.bytes : m->locked;
+    size_t excess = 0;
+    if (len <= m->cap && m->pinned > m->cap - len) excess = m->pinned + len - m->cap;
+    if (lock && len <= m->budget && m->locked > m->budget - len &&
+        m->locked + len - m->budget > excess)
+        excess = m->locked + len - m->budget;
+    return excess <= cached ? excess : 0;
+}
+
+int dsp_budget_reserve(struct dsp_manager *m, size_t len, int lock, int refuse) {
+    if (!fits(m, len, lock)) {
         if (refuse == DSP_REFUSE_SILENT) return -ENOMEM;
         dsp_stat_add(DSP_ST_budget_refusals, 1);
         if (refuse == DSP_REFUSE_COUNT) return -ENOMEM;
@@ -115,19 +90,18 @@ int dsp_budget_reserve(size_t len, int lock, int refuse) {
     }
     m->pinned += len;
     if (lock) m->locked += len;
-    publish();
+    publish(m);
     return 0;
 }
 
-void dsp_budget_release(size_t len, int locked) {
-    struct dsp_manager *m = &dsp_mgr;
+void dsp_budget_release(struct dsp_manager *m, size_t len, int locked) {
     dsp_node_release(len);
     m->pinned -= len;
     if (locked) m->locked -= len;
-    publish();
+    publish(m);
 }
 
-void dsp_budget_unlock(size_t len) {
-    dsp_mgr.locked -= len;
-    publish();
+void dsp_budget_unlock(struct dsp_manager *m, size_t len) {
+    m->locked -= len;
+    publish(m);
 }

@@ -5,9 +5,10 @@
 #include "stats.h"
 
 int dsp_cuda_pool_would_make_room(size_t len) {
+    struct dsp_manager *m = &dsp_mgr;
     dsp_mgr_lock();
-    size_t reg = dsp_pool_registered_bytes();
-    int ok = reg > 0 && dsp_budget_fits_after_release(len, reg);
+    size_t reg = dsp_pool_registered_bytes(m);
+    int ok = reg > 0 && dsp_budget_fits_after_release(m, len, reg);
     dsp_mgr_unlock();
     return ok;
 }
@@ -19,11 +20,11 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
     dsp_mgr_lock();
     size_t keep = 0;
     if (!all) {
-        size_t p = dsp_pooled_bytes(), over = p > m->pool_max ? p - m->pool_max : 0;
-        size_t reg = dsp_pool_registered_bytes();
+        size_t p = dsp_pooled_bytes(m), over = p > m->pool_max ? p - m->pool_max : 0;
+        size_t reg = dsp_pool_registered_bytes(m);
         keep = reg > over ? reg - over : 0;
     }
-    size_t n = dsp_pool_evict_registered(keep, s, max);
+    size_t n = dsp_pool_evict_registered(m, keep, s, max);
     dsp_mgr_unlock();
     for (size_t i = 0; i < n; i++) {
         out[i].base = s[i]->base; /* s is LIVE and ours alone until evicted() */
@@ -35,11 +36,12 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
 }
 
 void dsp_cuda_evicted(void *token) {
+    struct dsp_manager *m = &dsp_mgr;
     struct dsp_span *s = token;
     dsp_mgr_lock();
     s->reg = 0;
     s->user = 0;
-    dsp_span_release(s); /* (clears unsynced) */
+    dsp_span_release(m, s); /* (clears unsynced) */
     dsp_stat_add(DSP_ST_pool_releases, 1);
     dsp_mgr_unlock();
 }

@@ -2,7 +2,6 @@
  * compare-and-swap, so a signal handler can push without a lock or an
  * allocation. Pointers handed out by the manager are page-aligned, so bit 0
  * carries the kind. */
-#include "block.h"
 #include "reentry.h"
 #include "log.h"
 #include "stats.h"
@@ -14,10 +13,10 @@ _Atomic int dsp_deferred_pending;
 
 static _Atomic uintptr_t slot[SLOTS];
 static _Atomic int draining;
-static void (*_Atomic malloc_free)(void *);
+static void (*_Atomic handler[2])(void *); /* by kind */
 
-void dsp_defer_set_malloc_free(void (*fn)(void *)) {
-    atomic_store_explicit(&malloc_free, fn, memory_order_release);
+void dsp_defer_set_handler(int kind, void (*fn)(void *)) {
+    atomic_store_explicit(&handler[kind & 1], fn, memory_order_release);
 }
 
 int dsp_defer_free(void *p, int kind) {
@@ -40,15 +39,11 @@ int dsp_defer_free(void *p, int kind) {
     return -1;
 }
 
+/* A block is freed with dsp_block_free, not dsp_free: no driver call
+ * (over_limit) from whichever path drains. */
 static void release(uintptr_t v) {
-    void *p = (void *)(v & ~(uintptr_t)1);
-    if (v & 1) {
-        void (*fn)(void *) = atomic_load_explicit(&malloc_free, memory_order_acquire);
-        if (fn) fn(p);
-    } else {
-        /* Not dsp_free: no driver call (over_limit) from whichever path drains. */
-        dsp_block_free((uintptr_t)p);
-    }
+    void (*fn)(void *) = atomic_load_explicit(&handler[v & 1], memory_order_acquire);
+    if (fn) fn((void *)(v & ~(uintptr_t)1));
 }
 
 /* Outside all our locks. One thread drains at a time; one that finds another

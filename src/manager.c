@@ -1,15 +1,29 @@
-/* Blocks: the public API (dsp_alloc, dsp_free, dsp_is_pinned, ...) and the
- * layers' API (block.h) over the arena, pool, budget and registry. */
+/* The manager: the process's one instance (dsp_mgr), the top of the core.
+ * Every file below it (pool, budget, node, pin, shm, arena) is handed the
+ * manager as an argument and calls only downwards (docs/design.md, "Where is
+ * what"); the layers above (preload/, io/, cuda_pool.c, memcalls.c,
+ * memlock.c) reach it through the API here.
+ * - Blocks: the public API (dsp_alloc, dsp_free, dsp_is_pinned, ...) and the
+ *   layers' API (block.h) over the arena, pool, budget and registry.
+ * - Initialisation, on the first call from any layer as well as from the
+ *   library constructor: a linked library's constructor can reach us first
+ *   (docs/internals.md, "Start-up order and thread-locals").
+ * - The fork handlers of the manager and the registry. */
 #include "block.h"
 #include "cgroup.h"
 #include "config.h"
+#include "fmt.h"
+#include "fork.h"
 #include "log.h"
 #include "manager.h"
 #include "node.h"
 #include "registry.h"
 #include "stats.h"
+#include "sys.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <unistd.h>
 
 static void count_live(size_t len, int sign) {
     if (sign > 0) {
@@ -31,23 +45,23 @@ static void count_live(size_t len, int sign) {
 static void retire(struct dsp_span *s) {
     struct dsp_manager *m = &dsp_mgr;
     if (s->taint && !s->reg) { /* the program changed its mapping (memcalls.c) */
-        dsp_span_release(s);
+        dsp_span_release(m, s);
         return;
     }
     if (s->taint) dsp_mem_restore(s);
     if (s->reg) {
-        dsp_pool_put(s);
+        dsp_pool_put(m, s);
         return;
     }
     /* Unlocked, or served but unregistered (only served allocations may
      * reuse served memory, and they take it from the registered pool). */
     if (!s->locked || s->served) {
-        dsp_span_release(s);
+        dsp_span_release(m, s);
         return;
     }
-    dsp_pool_put(s);
-    size_t cuda = dsp_pool_registered_bytes(), max = dsp_node_pool_max(m->pool_max);
-    dsp_pool_release_until(max > cuda ? max - cuda : 0);
+    dsp_pool_put(m, s);
+    size_t cuda = dsp_pool_registered_bytes(m), max = dsp_node_pool_max(m->pool_max);
+    dsp_pool_release_until(m, max > cuda ? max - cuda : 0);
 }
 
 /* Small blocks: one new pin per block cost about 11 us here (mmap, madvise,
@@ -56,14 +70,14 @@ static void retire(struct dsp_span *s) {
  * at most CHUNK_FOR is cut from a new CHUNK_LEN chunk instead, whose rest
  * serves the next small blocks from the pool (bench/pin_bench, small pins).
  * Only while the pool has room for the rest (DSP_POOL_MAX still bounds what
- * is pinned and unused), and only where mlock is not limited (init.c). */
+ * is pinned and unused), and only where mlock is not limited (init_once). */
 #define CHUNK_LEN (2 * DSP_MiB)
 #define CHUNK_FOR (256 * DSP_KiB)
 
 static size_t chunk_for(size_t len, unsigned how) {
     struct dsp_manager *m = &dsp_mgr;
     if (!m->chunks || (how & DSP_BLK_SERVED) || len > CHUNK_FOR ||
-        dsp_pooled_bytes() + (CHUNK_LEN - len) > m->pool_max)
+        dsp_pooled_bytes(m) + (CHUNK_LEN - len) > m->pool_max)
         return len;
     return CHUNK_LEN;
 }
@@ -110,10 +124,12 @@ enum refusal {
  * the registry has no room for it (REFUSED: counted, the span retired). */
 static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *out,
                                   enum refusal *why) {
+    struct dsp_manager *m = &dsp_mgr;
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     /* Served memory only from the served (registered) pool, the rest only
      * from the general one. */
-    struct dsp_span *s = how & DSP_BLK_SERVED ? dsp_pool_get_registered(len) : dsp_pool_get(len);
+    struct dsp_span *s =
+        how & DSP_BLK_SERVED ? dsp_pool_get_registered(m, len) : dsp_pool_get(m, len);
     if (!s) {
         dsp_stat_add(DSP_ST_pool_misses, 1);
         *why = POOL_MISS;
@@ -131,6 +147,12 @@ static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *ou
     return s;
 }
 
+/* The budget's reservation, room made from the pool first. */
+static int reserve(struct dsp_manager *m, size_t len, int lock, int refuse) {
+    dsp_pool_make_room(m, len, lock);
+    return dsp_budget_reserve(m, len, lock, refuse);
+}
+
 /* Under mu, which it drops while the pages are populated and locked: a newly
  * pinned span made the live block; NULL with why when refused. */
 static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
@@ -138,7 +160,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     struct dsp_manager *m = &dsp_mgr;
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
-    if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve() != 0) {
+    if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve(m) != 0) {
         *why = PIN_NO_RESERVE;
         return NULL;
     }
@@ -157,9 +179,9 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
                  : (how & DSP_BLK_QUIET) ? DSP_REFUSE_COUNT
                                          : DSP_REFUSE_LOG;
     size_t pin = chunk_for(len, how);
-    if (pin > len && dsp_budget_reserve(pin, 1, DSP_REFUSE_SILENT) != 0) pin = len;
-    if (pin == len && dsp_budget_reserve(len, 1, optional ? DSP_REFUSE_SILENT : refuse) != 0) {
-        if (!optional || dsp_budget_reserve(len, 0, refuse) != 0) {
+    if (pin > len && reserve(m, pin, 1, DSP_REFUSE_SILENT) != 0) pin = len;
+    if (pin == len && reserve(m, len, 1, optional ? DSP_REFUSE_SILENT : refuse) != 0) {
+        if (!optional || reserve(m, len, 0, refuse) != 0) {
             *why = REFUSED;
             return NULL;
         }
@@ -171,18 +193,18 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
      * bench/pin_bench section 5, issue 12). */
     int huge = m->huge_mode == DSP_HUGEPAGES_ALWAYS ||
                (m->huge_mode == DSP_HUGEPAGES_AUTO && len >= DSP_HUGE_PAGE);
-    struct dsp_span *s = dsp_arena_take(pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
+    struct dsp_span *s = dsp_arena_take(m, pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
-        dsp_budget_release(pin, lock);
+        dsp_budget_release(m, pin, lock);
         *why = PIN_NO_ROOM;
         return NULL;
     }
     s->served = (how & DSP_BLK_SERVED) != 0;
-    s->shared = s->served && dsp_shm_ready() ? DSP_SHARED_OURS : 0;
+    s->shared = s->served && dsp_shm_ready(m) ? DSP_SHARED_OURS : 0;
     dsp_mgr_unlock();
 
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
-    int rc = dsp_pin_populate_lock(s, lock, optional, huge);
+    int rc = dsp_pin_populate_lock(m, s, lock, optional, huge);
 
     dsp_mgr_lock();
     if (rc >= 0) {
@@ -190,7 +212,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
         s->huge = (rc & DSP_PIN_HUGE) != 0;
         s->shared = rc & DSP_PIN_SHARED ? DSP_SHARED_OURS : 0;
         if (lock && !s->locked) { /* mlock refused, and that was allowed */
-            dsp_budget_unlock(pin);
+            dsp_budget_unlock(m, pin);
             lock = 0;
         }
     }
@@ -206,8 +228,8 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
         return NULL;
     }
     if (rc < 0) {
-        dsp_budget_release(pin, lock);
-        dsp_arena_vacate(s);
+        dsp_budget_release(m, pin, lock);
+        dsp_arena_vacate(m, s);
         *why = PIN_FAILED;
         return NULL;
     }
@@ -219,11 +241,11 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
          * given back at once if the lock was refused (an unlocked span is
          * never pooled). Without metadata for the split the block keeps the
          * whole chunk. */
-        struct dsp_span *rest = dsp_span_split(s, len);
+        struct dsp_span *rest = dsp_span_split(m, s, len);
         if (rest && rest->locked)
-            dsp_pool_put(rest);
+            dsp_pool_put(m, rest);
         else if (rest)
-            dsp_span_release(rest);
+            dsp_span_release(m, rest);
     }
     if (go_live(s, len) != 0) {
         retire(s);
@@ -238,13 +260,14 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
 void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (!size) return fail(EINVAL);
     if (size > DSP_USER_VA_END || !dsp_ensure_init()) return fail(ENOMEM);
+    struct dsp_manager *m = &dsp_mgr;
     size_t len = dsp_align_up(size, DSP_PAGE);
     enum refusal why = POOL_MISS;
 
     dsp_mgr_lock();
     struct dsp_span *s = from_pool(len, how, out, &why);
     if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
-    dsp_node_poll(); /* a process without the ledger's timer answers here */
+    dsp_node_poll(m); /* a process without the ledger's timer answers here */
     dsp_mgr_unlock();
     if (DSP_UNLIKELY(dsp_node_wait_len)) {
         /* The node cap refused, and other processes were asked for their
@@ -334,11 +357,11 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
     int reg = s->reg;
     s->unsynced = reg && !synced;
     if (discard && !reg)
-        dsp_span_release(s);
+        dsp_span_release(m, s);
     else
         retire(s);
-    dsp_node_poll();                             /* the pooled figure others read before they ask */
-    int over = dsp_pooled_bytes() > m->pool_max; /* read here, under the lock we hold */
+    dsp_node_poll(m); /* the pooled figure others read before they ask */
+    int over = dsp_pooled_bytes(m) > m->pool_max; /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
     if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
@@ -408,13 +431,14 @@ void dsp_add_trimmer(size_t (*fn)(void)) {
 }
 
 size_t dsp_trim_unregistered(void) {
+    struct dsp_manager *m = &dsp_mgr;
     /* Layers' caches first: what they give back lands in the pool below. */
     for (size_t i = 0; i < sizeof trimmers / sizeof *trimmers; i++) {
         size_t (*fn)(void) = atomic_load(&trimmers[i]);
         if (fn) fn();
     }
     dsp_mgr_lock();
-    size_t n = dsp_pool_release_until(0);
+    size_t n = dsp_pool_release_until(m, 0);
     dsp_mgr_unlock();
     return n;
 }
@@ -434,4 +458,143 @@ DSP_API int dsp_stats_json(char *buf, size_t cap) {
 
 DSP_API const char *dsp_version(void) {
     return DSP_VERSION_STRING;
+}
+
+/* --- initialisation and fork ---------------------------------------------- */
+
+extern char **environ;
+
+struct dsp_manager dsp_mgr = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .spans = DSP_SLAB_INIT(sizeof(struct dsp_span)),
+};
+
+_Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
+static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
+static DSP_TLS int initialising;
+
+static void fork_prepare(void) {
+    dsp_mgr_lock();
+}
+
+static void fork_parent(void) {
+    dsp_mgr_unlock();
+}
+
+/* The child inherits the blocks but not their locks (mlock is not inherited):
+ * nothing it holds is pinned any more. Live blocks stay usable and freeable;
+ * the pool is given back, since handing its unlocked pages out as pinned would
+ * be a lie. The registry's child handler has run (fork.h: it is below). */
+static void fork_child(void) {
+    struct dsp_manager *m = &dsp_mgr;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    m->mu = fresh;
+    dsp_lock_forget();
+    dsp_defer_fork_child();
+    uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
+             pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);
+    dsp_stats_reset();
+    dsp_stat_set(DSP_ST_budget_bytes, budget);
+    dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
+    /* Nothing is locked or registered here: the child must never call CUDA
+     * for inherited memory, so registered spans are dropped, not unregistered. */
+    m->pinned = m->locked = 0;
+    dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
+    atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
+    dsp_shm_fork_child(m);            /* served memory stays shared with the parent */
+    size_t live = 0, blocks = 0;
+    for (struct dsp_span *s = m->first, *next; s; s = next) {
+        next = s->anext;
+        struct dsp_bins *bins = dsp_pool_bins(m, s);
+        s->locked = s->counted = s->reg = s->unsynced = 0; /* no device here */
+        if (s->state == DSP_SPAN_VACANT) continue;
+        if (s->state == DSP_SPAN_CACHED) {
+            dsp_bins_remove(bins, s);
+        } else if (s->state == DSP_SPAN_LIVE) {
+            struct dsp_range r;
+            if (dsp_reg_find(s->base, &r) && r.owner == s) {
+                live += s->block, blocks++;
+                continue;
+            }
+            /* Another parent thread was populating or evicting it: nobody here
+             * owns it. */
+        }
+        dsp_pin_drop(m, s);
+        next = dsp_arena_vacate(m, s)->anext; /* it may have merged with next */
+    }
+    dsp_stat_set(DSP_ST_live_bytes, live);
+    dsp_stat_set(DSP_ST_blocks_live, blocks);
+    dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());
+}
+
+static const struct dsp_fork_ops mgr_fork = {fork_prepare, fork_parent, fork_child};
+static const struct dsp_fork_ops reg_fork = {dsp_reg_fork_prepare, dsp_reg_fork_parent,
+                                             dsp_reg_fork_child};
+
+/* What the node ledger and the deferred-free area call back: they sit below
+ * the manager and never name its functions. */
+static void deferred_block_free(void *p) {
+    dsp_block_free((uintptr_t)p); /* not dsp_free: no driver call from a drain */
+}
+static size_t release_pool(struct dsp_manager *m) {
+    return dsp_pool_release_until(m, 0);
+}
+static const struct dsp_node_ops node_ops = {release_pool, dsp_trim_unregistered};
+
+static void init_once(void) {
+    size_t ram = dsp_sys_ram();
+    dsp_config_load(environ, dsp_cgroup_ram()); /* shares (50%) of the memory cgroup's room */
+    __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);
+    struct dsp_manager *m = &dsp_mgr;
+    m->huge_mode = (int)dsp_opt(DSP_OPT_HUGEPAGES);
+    m->prefault_threads = (int)dsp_opt(DSP_OPT_PREFAULT_THREADS);
+    /* Under a finite RLIMIT_MEMLOCK the quota is the program's as much as
+     * ours: no chunk locks more than the block asked for. */
+    m->chunks = dsp_sys_has_ipc_lock() || dsp_sys_memlock_limit() == (size_t)-1;
+    size_t arena = (size_t)dsp_opt(DSP_OPT_ARENA_SIZE);
+    if (arena == DSP_SIZE_AUTO) {
+        arena = ram * 4;
+        if (arena < 64 * DSP_GiB) arena = 64 * DSP_GiB;
+        if (arena > ((size_t)64 << 40)) arena = (size_t)64 << 40;
+    }
+    if (arena < DSP_GiB) {
+        dsp_warn("DSP_ARENA_SIZE below 1 GiB leaves no room for pinned blocks; using 1 GiB");
+        arena = DSP_GiB;
+    }
+    m->arena_size = dsp_align_up(arena, DSP_GiB);
+    dsp_budget_configure(m);
+    dsp_node_configure(m, &node_ops);
+    dsp_defer_set_handler(DSP_DEFER_BLOCK, deferred_block_free);
+    dsp_fork_install(); /* before the first registration (fork.h) */
+    dsp_fork_register(DSP_FORK_MANAGER, &mgr_fork);
+    dsp_fork_register(DSP_FORK_REGISTRY, &reg_fork);
+    char a[32], b[32];
+    dsp_info("dspreload %s ready: budget %s, pool %s", DSP_VERSION_STRING,
+             dsp_fmt_bytes(a, sizeof a, m->budget), dsp_fmt_bytes(b, sizeof b, m->pool_max));
+}
+
+/* The claim records the initialising process, not just a flag: a fork while
+ * another thread is inside init_once leaves the child with "running" and no
+ * thread to finish it (the fork handlers are not registered yet), so a child
+ * that finds the claim held by another process takes it over. Regression:
+ * fork.no_deadlock_when_forking_under_load hung on its first fork. */
+int dsp_init_slow(void) {
+    if (initialising) return 0; /* re-entered from inside init_once */
+    pid_t me = getpid();
+    for (;;) {
+        pid_t owner = atomic_load(&init_owner);
+        if (owner != me && atomic_compare_exchange_strong(&init_owner, &owner, me)) {
+            atomic_store(&dsp_init_state, 1);
+            initialising = 1;
+            init_once();
+            initialising = 0;
+            atomic_store_explicit(&dsp_init_state, 2, memory_order_release);
+            return 1;
+        }
+        while (atomic_load_explicit(&dsp_init_state, memory_order_acquire) != 2) {
+            if (atomic_load(&init_owner) != me) break; /* the owner is not in this process */
+            sched_yield();
+        }
+        if (atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) return 1;
+    }
 }

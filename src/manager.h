@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "block.h"
+#include "plan.h"
 #include "reentry.h"
 #include "slab.h"
 #include "span.h"
@@ -66,21 +67,26 @@ static inline int dsp_in_arena(const void *p) {
 }
 
 /* arena.c: address space. */
-int dsp_arena_reserve(void);                               /* 0 or -errno */
-struct dsp_span *dsp_arena_take(size_t len, size_t align); /* a LIVE span, or NULL */
+int dsp_arena_reserve(struct dsp_manager *m); /* 0 or -errno */
+struct dsp_span *dsp_arena_take(struct dsp_manager *m, size_t len,
+                                size_t align); /* a LIVE span, or NULL */
 /* Memory already dropped; merges with vacant neighbours and returns the span
  * that now holds s (s itself may be gone). */
-struct dsp_span *dsp_arena_vacate(struct dsp_span *s);
-struct dsp_span *dsp_span_split(struct dsp_span *s, size_t len); /* s keeps len; returns the tail */
-void dsp_span_unlink(struct dsp_span *s);
+struct dsp_span *dsp_arena_vacate(struct dsp_manager *m, struct dsp_span *s);
+struct dsp_span *dsp_span_split(struct dsp_manager *m, struct dsp_span *s,
+                                size_t len); /* s keeps len; returns the tail */
+void dsp_span_unlink(struct dsp_manager *m, struct dsp_span *s);
 /* For the program's mlockall (memlock.c), under mu: shed_tail gives back the
  * reservation above the last block (a trailing vacant span included; hi drops
  * to the bump pointer first) and returns its length; restore_tail reserves it
  * again where nothing took it meanwhile (else the arena ends at the bump);
  * unlock_vacant munlocks every reserved-only range. */
-size_t dsp_arena_shed_tail(void);
-void dsp_arena_restore_tail(size_t len);
-void dsp_arena_unlock_vacant(void);
+size_t dsp_arena_shed_tail(struct dsp_manager *m);
+void dsp_arena_restore_tail(struct dsp_manager *m, size_t len);
+void dsp_arena_unlock_vacant(struct dsp_manager *m);
+/* After a PROT_NONE mapping of the manager's: munlock it while MCL_FUTURE is
+ * in force (a cheap check otherwise). Keeps errno. */
+void dsp_arena_unlock_reserved(struct dsp_manager *m, uintptr_t base, size_t len);
 
 /* memlock.c: the program's own mlockall/mlock with the shim present. */
 /* mlockall(flags) that never counts reserved-only address space as locked
@@ -90,9 +96,6 @@ void dsp_arena_unlock_vacant(void);
 int dsp_arena_mlockall(int flags);
 /* mlock (mlock2 when two) with the same retry: the program's quota comes first. */
 int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
-/* After a PROT_NONE mapping of the manager's: munlock it while MCL_FUTURE is
- * in force (a cheap check otherwise). Keeps errno. */
-void dsp_arena_unlock_reserved(uintptr_t base, size_t len);
 
 /* pin.c: memory of a span. */
 /* Populates (and locks) a LIVE span outside the manager's lock, touching only
@@ -109,26 +112,30 @@ void dsp_arena_unlock_reserved(uintptr_t base, size_t len);
 #define DSP_PIN_STUCK_BASE   (-4096)
 #define DSP_PIN_STUCK(err)   (DSP_PIN_STUCK_BASE - (err))
 #define DSP_PIN_IS_STUCK(rc) ((rc) <= DSP_PIN_STUCK_BASE)
-int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int want_huge);
+int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
+                          int want_huge);
 /* Unlock, free the memory, PROT_NONE again: 0, or -1 when a locked span could
  * not even be unlocked (then it is unchanged and must stay accounted). */
-int dsp_pin_drop(struct dsp_span *s);
+int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s);
 /* mlock2(MLOCK_ONFAULT) of a mapped range, the way every block is locked (so
  * that relocked ranges keep merging with their neighbours): 0 or -errno. */
 int dsp_pin_lock_range(void *base, size_t len);
 int dsp_prefault(void *base, size_t len, int threads);
+/* Under mu: a span whose mapping the program changed (memcalls.c), put back
+ * as the manager made it. */
+void dsp_mem_restore(struct dsp_span *s);
 /* Under mu: 1 when served blocks can be shared memory (the memfd is open and
  * still ours), else 0 (logged once; they are then private). */
-int dsp_shm_ready(void);
+int dsp_shm_ready(struct dsp_manager *m);
 /* Fork child, under mu: the memfd is the parent's: closed here, the spans
  * mapping it marked FOREIGN (their pages are never punched from this side). */
-void dsp_shm_fork_child(void);
+void dsp_shm_fork_child(struct dsp_manager *m);
 /* Maps a LIVE span of served memory read-write from the memfd, out of core
  * dumps: 0 or -errno (then nothing was mapped). */
-int dsp_shm_map(const struct dsp_span *s);
+int dsp_shm_map(struct dsp_manager *m, const struct dsp_span *s);
 /* Gives an OURS span's pages back to the system, unlocking them; the caller
  * then maps the range PROT_NONE. */
-void dsp_shm_punch(const struct dsp_span *s);
+void dsp_shm_punch(struct dsp_manager *m, const struct dsp_span *s);
 
 /* maps.c: the process's memory maps (vm.max_map_count). Under mu. */
 /* Room for n more maps that a new pin may add, keeping the reserve left to the
@@ -147,50 +154,46 @@ int dsp_mem_munlock(const void *addr, size_t len);
 int dsp_mem_munlockall(void);
 int dsp_mem_mprotect(void *addr, size_t len, int prot);
 int dsp_mem_madvise(void *addr, size_t len, int advice);
-void dsp_mem_restore(struct dsp_span *s); /* under mu: undo the program's changes */
 
 /* pool.c: cached spans. */
-struct dsp_span *dsp_pool_get(size_t len);
-struct dsp_span *dsp_pool_get_registered(size_t len);     /* served spans only */
-struct dsp_bins *dsp_pool_bins(const struct dsp_span *s); /* the index a cached span is in */
-size_t dsp_pool_registered_bytes(void);                   /* both registered indexes */
-void dsp_pool_put(struct dsp_span *s);                    /* registered spans to their own index */
-size_t dsp_pool_release_until(size_t cached_max);         /* general pool only; bytes released */
+struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len);
+struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, size_t len); /* served spans only */
+struct dsp_bins *dsp_pool_bins(struct dsp_manager *m,
+                               const struct dsp_span *s); /* the index a cached span is in */
+size_t dsp_pool_registered_bytes(struct dsp_manager *m);  /* both registered indexes */
+void dsp_pool_put(struct dsp_manager *m,
+                  struct dsp_span *s); /* registered spans to their own index */
+size_t dsp_pool_release_until(struct dsp_manager *m,
+                              size_t cached_max); /* general pool only; bytes released */
+/* Before a budget reservation of len: releases from the general pool what
+ * dsp_budget_excess says, cached blocks being the cheapest to lose. */
+void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock);
 /* dsp_trim without the CUDA layer's registered pool (no driver call): the
  * layers' caches and the general pool; bytes released. Takes the lock. */
 size_t dsp_trim_unregistered(void);
-size_t dsp_pool_evict_registered(size_t keep, struct dsp_span **out, size_t max);
-void dsp_span_release(struct dsp_span *s); /* uncount, drop, vacate (unregistered first) */
-size_t dsp_pooled_bytes(void);             /* both pools */
+size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_span **out,
+                                 size_t max);
+void dsp_span_release(struct dsp_manager *m,
+                      struct dsp_span *s);      /* uncount, drop, vacate (unregistered first) */
+size_t dsp_pooled_bytes(struct dsp_manager *m); /* both pools */
 
 /* budget.c */
-/* The caps the configuration and the machine give, computed without touching
- * the manager (dspreload doctor shows the same numbers the library uses). */
-struct dsp_budget_plan {
-    size_t budget;        /* locked with mlock */
-    size_t cap;           /* all pinned, driver-registered included */
-    size_t pool_max;      /* DSP_POOL_MAX, at most cap */
-    size_t auto_cap;      /* what cap is for DSP_MAX_PINNED=auto: the node ledger's auto cap */
-    const char *auto_why; /* what set auto_cap: "80% of RAM", "80% of the memory cgroup's room" */
-    const char *why; /* what set budget: "DSP_MAX_PINNED", "80% of RAM", "80% of the memory cgroup's
-                        room", "RLIMIT_MEMLOCK" */
-};
-void dsp_budget_plan(struct dsp_budget_plan *p);
-/* The auto budget (DSP_MAX_PINNED=auto) of a machine with this much memory. */
-static inline size_t dsp_budget_auto(size_t memory) {
-    return memory / 10 * 8;
-}
-void dsp_budget_configure(void);
+void dsp_budget_configure(struct dsp_manager *m);
 /* Under mu: len more pinned bytes would fit the cap once `released` are given back. */
-int dsp_budget_fits_after_release(size_t len, size_t released);
-/* 0, or -ENOMEM when len does not fit even after trimming the pool; lock:
- * the bytes will be mlock'ed. A refusal is logged and counted (REFUSE_LOG),
- * counted only (REFUSE_COUNT: the caller logs its own line) or neither
+int dsp_budget_fits_after_release(struct dsp_manager *m, size_t len, size_t released);
+/* The bytes the general pool must give back for len more to fit (0 when
+ * they fit, or when even the whole pool would not be enough); lock: they
+ * will be mlock'ed. */
+size_t dsp_budget_excess(struct dsp_manager *m, size_t len, int lock);
+/* 0, or -ENOMEM when len does not fit (the caller made room from the pool
+ * first: dsp_pool_make_room); lock: the bytes will be mlock'ed. A refusal is logged and counted
+ * (REFUSE_LOG), counted only (REFUSE_COUNT: the caller logs its own line) or neither
  * (REFUSE_SILENT: the caller retries). Regression: hinted allocations refused
  * under an 8 MiB RLIMIT_MEMLOCK showed as "0 budget refusals" (issue 14). */
 enum { DSP_REFUSE_LOG, DSP_REFUSE_COUNT, DSP_REFUSE_SILENT };
-int dsp_budget_reserve(size_t len, int lock, int refuse);
-void dsp_budget_release(size_t len, int locked);
-void dsp_budget_unlock(size_t len); /* reserved as locked, ended up unlocked */
+int dsp_budget_reserve(struct dsp_manager *m, size_t len, int lock, int refuse);
+void dsp_budget_release(struct dsp_manager *m, size_t len, int locked);
+void dsp_budget_unlock(struct dsp_manager *m,
+                       size_t len); /* reserved as locked, ended up unlocked */
 
 #endif

@@ -242,16 +242,3 @@ int dsp_mem_madvise(void *addr, size_t len, int advice) {
     errno = err;
     return rc;
 }
-
-/* Under mu: a registered span the program changed, freed. It cannot be given
- * back here (only the CUDA layer may unregister it), so what the program can
- * have changed is put back as the manager made it. */
-void dsp_mem_restore(struct dsp_span *s) {
-    void *p = (void *)s->base;
-    syscall(SYS_mprotect, p, s->len, PROT_READ | PROT_WRITE);
-    syscall(SYS_madvise, p, s->len, MADV_DOFORK);
-    syscall(SYS_madvise, p, s->len, MADV_KEEPONFORK);
-    syscall(SYS_madvise, p, s->len, s->shared ? MADV_DONTDUMP : MADV_DODUMP); /* shm.c */
-    if (s->huge) syscall(SYS_madvise, p, s->len, MADV_HUGEPAGE);
-    s->taint = 0;
-}

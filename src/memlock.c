@@ -26,13 +26,6 @@
 #define MCL_ONFAULT 4
 #endif
 
-void dsp_arena_unlock_reserved(uintptr_t base, size_t len) {
-    if (DSP_LIKELY(!atomic_load_explicit(&dsp_mgr.lock_future, memory_order_relaxed))) return;
-    int err = errno;
-    syscall(SYS_munlock, base, len);
-    errno = err;
-}
-
 /* Under mu. MCL_CURRENT runs without MCL_FUTURE first, so that the tail can
  * be reserved again unlocked (with VM_LOCKED in the defaults the kernel would
  * count it against RLIMIT_MEMLOCK and refuse); MCL_FUTURE alone then leaves
@@ -42,19 +35,19 @@ static int lock_all(int flags, int *err) {
     /* Reserved after MCL_FUTURE, the arena would be locked and counted against
      * RLIMIT_MEMLOCK (and refused): reserve it now, while it still can be. */
     if ((flags & MCL_FUTURE) && !atomic_load_explicit(&m->lo, memory_order_relaxed))
-        dsp_arena_reserve();
+        dsp_arena_reserve(m);
     if (!(flags & MCL_CURRENT)) {
         if (syscall(SYS_mlockall, flags) != 0) return *err = errno, -1;
         atomic_store(&m->lock_future, (flags & MCL_FUTURE) != 0);
         return 0;
     }
-    size_t tail = dsp_arena_shed_tail();
+    size_t tail = dsp_arena_shed_tail(m);
     long rc = syscall(SYS_mlockall, flags & ~MCL_FUTURE);
     *err = errno;
-    dsp_arena_restore_tail(tail);
+    dsp_arena_restore_tail(m, tail);
     if (rc != 0) return -1;
     atomic_store(&m->lock_future, 0); /* the kernel cleared its defaults */
-    dsp_arena_unlock_vacant();
+    dsp_arena_unlock_vacant(m);
     if (flags & MCL_FUTURE) {
         if (syscall(SYS_mlockall, MCL_FUTURE | (flags & MCL_ONFAULT)) != 0) return *err = errno, -1;
         atomic_store(&m->lock_future, 1);
@@ -71,12 +64,13 @@ static void log_retry(const char *call, int err, size_t pooled) {
 }
 
 int dsp_arena_mlockall(int flags) {
+    struct dsp_manager *m = &dsp_mgr;
     if (dsp_in_manager || !dsp_ensure_init()) return (int)syscall(SYS_mlockall, flags);
     int err = 0, rc;
     for (int attempt = 0;; attempt++) {
         dsp_mgr_lock();
         rc = lock_all(flags, &err);
-        size_t pooled = dsp_pooled_bytes();
+        size_t pooled = dsp_pooled_bytes(m);
         dsp_mgr_unlock();
         if (rc == 0 || attempt || (err != ENOMEM && err != EAGAIN) || !pooled) break;
         log_retry("mlockall", err, pooled);
@@ -92,6 +86,7 @@ static long mlock_call(const void *addr, size_t len, int two, unsigned flags) {
 }
 
 int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags) {
+    struct dsp_manager *m = &dsp_mgr;
     if (mlock_call(addr, len, two, flags) == 0) return 0;
     int err = errno;
     if (dsp_in_manager) return -1; /* a signal handler inside the manager: no retry */
@@ -99,7 +94,7 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags) {
     if ((err == ENOMEM || err == EAGAIN) &&
         atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) {
         dsp_mgr_lock();
-        size_t pooled = dsp_pooled_bytes();
+        size_t pooled = dsp_pooled_bytes(m);
         dsp_mgr_unlock();
         if (pooled) {
             log_retry(two ? "mlock2" : "mlock", err, pooled);

@@ -45,6 +45,8 @@ static struct {
     pid_t owner; /* the process that claimed the slot: a child made without the
                     fork handlers (_Fork, clone) must not touch it */
     char key[200], path[128];
+    struct dsp_manager *m; /* the manager served: its mutex guards all of the above */
+    const struct dsp_node_ops *ops;
 } node = {.c = {.fd = -1, .slot = -1}, .rank = -1, .local_rank = -1};
 
 /* Published for lock-free readers (the timer, the pool cap). */
@@ -127,7 +129,9 @@ void dsp_node_plan(struct dsp_node_plan *p) {
 /* Only the options: the key and the cap need the memory cgroup's files,
  * read at the first pin, so a process that never pins (a shell under a
  * launcher) pays nothing for the ledger. */
-void dsp_node_configure(void) {
+void dsp_node_configure(struct dsp_manager *m, const struct dsp_node_ops *ops) {
+    node.m = m;
+    node.ops = ops;
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
     node.state = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF ? 0 : -1;
     node.own_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF ? opt : UINT64_MAX;
@@ -194,7 +198,7 @@ static int join(void) {
      * process, and must not become the cap of every other one (regression:
      * a test's DSP_MAX_PINNED=4M capped the whole node, and the refusals
      * this made emptied the other processes' pools). */
-    node.plan_cap = p.explicit_cap ? p.cap : dsp_mgr.auto_cap;
+    node.plan_cap = p.explicit_cap ? p.cap : node.m->auto_cap;
     memcpy(node.key, p.key, sizeof node.key);
     memcpy(node.path, p.path, sizeof node.path);
     const char *why;
@@ -270,7 +274,7 @@ static int slot_is_ours(void);
 
 int dsp_node_reserve(size_t len, int silent) {
     if (node.state < 0) return 0;
-    if (node.state == 0 && (dsp_mgr.pinned != 0 || join() != 0)) return 0;
+    if (node.state == 0 && (node.m->pinned != 0 || join() != 0)) return 0;
     if (DSP_UNLIKELY(!dsp_ledger_fd_ok(&node.c))) { /* one fstat a new pin, never a pool hit */
         /* Its slot's lock went with the descriptor: others may reclaim the
          * slot at any moment, so this process stops using it. The mapping
@@ -285,7 +289,7 @@ int dsp_node_reserve(size_t len, int silent) {
     }
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
         want_timer(); /* a thread made since the last pin */
-    dsp_node_poll();
+    dsp_node_poll(node.m);
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
@@ -293,8 +297,8 @@ int dsp_node_reserve(size_t len, int silent) {
     reclaim_dead();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     if (silent || len > cap) return -ENOMEM;
-    if (dsp_mgr.cached.bytes) {
-        dsp_pool_release_until(0);
+    if (node.m->cached.bytes) {
+        node.ops->release_pool(node.m);
         if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     }
     publish_map(node.c.map);
@@ -370,7 +374,7 @@ static int claim_request(struct dsp_ledger_slot *s) {
 void dsp_node_yield(struct dsp_ledger_slot *s) {
     if (!claim_request(s)) return;
     dsp_stat_add(DSP_ST_node_yields, 1);
-    dsp_stat_add(DSP_ST_node_yielded_bytes, dsp_pool_release_until(0));
+    dsp_stat_add(DSP_ST_node_yielded_bytes, node.ops->release_pool(node.m));
 }
 
 void dsp_node_retry_done(void) {
@@ -402,16 +406,16 @@ static void *timer_main(void *arg) {
         struct dsp_ledger_slot *s = atomic_load(&node_slot);
         if (!s) continue;
         if (claim_request(s)) {
-            size_t n = dsp_trim_unregistered();
+            size_t n = node.ops->trim();
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
         }
-        dsp_mgr_lock(); /* the pool's figure is the lock's: read under it */
-        size_t pooled = dsp_mgr.cached.bytes;
+        dsp_lock(&node.m->mu); /* the pool's figure is the lock's: read under it */
+        size_t pooled = node.m->cached.bytes;
         /* The descriptor checked first: one the program closed may be a file
          * of its own by now. One fcntl per used slot, once a second. */
         if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();
-        dsp_mgr_unlock();
+        dsp_unlock(&node.m->mu);
         if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
     }
     return NULL;
@@ -465,7 +469,7 @@ void dsp_node_fork_child(void) {
  * somewhere. Not from inside our own lock (exit from a signal handler). */
 __attribute__((destructor)) static void node_fini(void) {
     if (dsp_in_manager || node.state != 1) return;
-    dsp_mgr_lock();
+    dsp_lock(&node.m->mu);
     if (node.state == 1 && !slot_is_ours()) {
         /* Not ours to clear or unlock (a child made without fork handlers,
          * or a descriptor the program closed): the kernel drops our lock, if
@@ -478,5 +482,5 @@ __attribute__((destructor)) static void node_fini(void) {
         dsp_ledger_leave(&node.c);
         node.state = -1;
     }
-    dsp_mgr_unlock();
+    dsp_unlock(&node.m->mu);
 }

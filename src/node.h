@@ -32,9 +32,21 @@ void dsp_node_default_key(char *out, size_t cap);
  * hash of all of it: never a key cut into another cgroup's. */
 void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n);
 
+/* What the node asks of the manager it serves: the ledger sits below the
+ * pool and the manager, so giving back goes through these, set once at
+ * initialisation. */
+struct dsp_node_ops {
+    /* Under the mutex: the whole general pool given back; bytes released. */
+    size_t (*release_pool)(struct dsp_manager *m);
+    /* Takes the mutex itself: the layers' caches and the general pool
+     * (dsp_trim_unregistered); bytes released. */
+    size_t (*trim)(void);
+};
+
 /* At initialisation: options read; nothing opened (a process that never
- * pins never touches /dev/shm). */
-void dsp_node_configure(void);
+ * pins never touches /dev/shm). m: the manager whose mutex guards the node
+ * state and whose pinned and pooled bytes it reports. */
+void dsp_node_configure(struct dsp_manager *m, const struct dsp_node_ops *ops);
 
 /* Under the manager's mutex, after the process's own budget accepted len
  * more pinned bytes: 0 (reserved, or the process budgets alone), -ENOMEM
@@ -68,13 +80,13 @@ void dsp_node_start_timer(void);
 extern struct dsp_ledger_slot *_Atomic dsp_node_polled;
 extern _Atomic uint64_t dsp_node_trim_seen;
 void dsp_node_yield(struct dsp_ledger_slot *s);
-static inline void dsp_node_poll(void) {
+static inline void dsp_node_poll(struct dsp_manager *m) {
     struct dsp_ledger_slot *s = atomic_load_explicit(&dsp_node_polled, memory_order_relaxed);
     if (DSP_UNLIKELY(s != NULL)) {
         if (DSP_UNLIKELY(atomic_load_explicit(&s->trim_req, memory_order_relaxed) !=
                          atomic_load_explicit(&dsp_node_trim_seen, memory_order_relaxed)))
             dsp_node_yield(s);
-        atomic_store_explicit(&s->pooled, dsp_mgr.cached.bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->pooled, m->cached.bytes, memory_order_relaxed);
     }
 }
 

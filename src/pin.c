@@ -78,8 +78,8 @@ int dsp_prefault(void *base, size_t len, int threads) {
     return rc;
 }
 
-static int auto_threads(size_t len) {
-    long t = dsp_mgr.prefault_threads;
+static int auto_threads(struct dsp_manager *m, size_t len) {
+    long t = m->prefault_threads;
     if (t > 0) return (int)t;
     size_t by_size = len / PREFAULT_SLICE;
     int cpus = dsp_sys_cpus();
@@ -93,12 +93,12 @@ static int auto_threads(size_t len) {
  * keeps them counted). The span's fields are not touched: this runs outside
  * the manager's lock (regression: TSan race between a populating thread and a
  * neighbour's coalescing in pool.threads_never_share_a_block). */
-static int unmap(const struct dsp_span *s) {
+static int unmap(struct dsp_manager *m, const struct dsp_span *s) {
     void *base = (void *)s->base;
-    dsp_shm_punch(s); /* served memory: its pages out of the file first */
+    dsp_shm_punch(m, s); /* served memory: its pages out of the file first */
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
-        dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
+        dsp_arena_unlock_reserved(m, s->base, s->len); /* under the program's MCL_FUTURE */
         return 0;
     }
     /* ENOMEM: splitting the mapping would pass vm.max_map_count. As in
@@ -138,13 +138,14 @@ int dsp_pin_lock_range(void *base, size_t len) {
     return syscall(SYS_mlock2, base, len, MLOCK_ONFAULT) == 0 ? 0 : -errno;
 }
 
-int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int want_huge) {
+int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
+                          int want_huge) {
     void *base = (void *)s->base;
     int stuck;
     char a[32], b[32];
     int shared = 0;
     if (s->shared == DSP_SHARED_OURS) {
-        int err = -dsp_shm_map(s);
+        int err = -dsp_shm_map(m, s);
         shared = err == 0;
         if (!shared)
             dsp_once(DSP_LOG_WARN,
@@ -162,7 +163,7 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
     int huge = 0;
     if (want_huge)
         huge = advise(base, s->len, MADV_HUGEPAGE) == 0;
-    else if (dsp_mgr.huge_mode == DSP_HUGEPAGES_NEVER)
+    else if (m->huge_mode == DSP_HUGEPAGES_NEVER)
         advise(base, s->len, MADV_NOHUGEPAGE);
     int locked = 0;
     if (lock) {
@@ -187,31 +188,31 @@ int dsp_pin_populate_lock(struct dsp_span *s, int lock, int lock_optional, int w
                          "mlock of %s refused (%s): the kernel could not lock that much memory; "
                          "lower DSP_MAX_PINNED or free memory",
                          dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-            stuck = unmap(s) != 0;
+            stuck = unmap(m, s) != 0;
             return stuck ? DSP_PIN_STUCK(err) : -err;
         }
     }
-    int rc = dsp_prefault(base, s->len, auto_threads(s->len));
+    int rc = dsp_prefault(base, s->len, auto_threads(m, s->len));
     if (rc) {
         dsp_once(DSP_LOG_WARN,
                  "cannot populate %s (%s): not enough free memory; the caller falls back",
                  dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(-rc));
-        stuck = unmap(s) != 0;
+        stuck = unmap(m, s) != 0;
         return stuck ? DSP_PIN_STUCK(-rc) : rc;
     }
     return (locked ? DSP_PIN_LOCKED : 0) | (huge ? DSP_PIN_HUGE : 0) |
            (shared ? DSP_PIN_SHARED : 0);
 }
 
-int dsp_pin_drop(struct dsp_span *s) {
+int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
     /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
      * once, leaving the address space reserved. */
     void *base = (void *)s->base;
-    dsp_maps_note(2); /* a hole in the middle of a mapping splits it in three */
-    dsp_shm_punch(s); /* served memory: its pages out of the file first */
+    dsp_maps_note(2);    /* a hole in the middle of a mapping splits it in three */
+    dsp_shm_punch(m, s); /* served memory: its pages out of the file first */
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {
-        dsp_arena_unlock_reserved(s->base, s->len); /* under the program's MCL_FUTURE */
+        dsp_arena_unlock_reserved(m, s->base, s->len); /* under the program's MCL_FUTURE */
         s->locked = 0;
         s->huge = 0;
         return 0;
@@ -231,4 +232,17 @@ int dsp_pin_drop(struct dsp_span *s) {
     s->locked = 0;
     s->huge = 0;
     return 0;
+}
+
+/* Under mu: a registered span the program changed, freed. It cannot be given
+ * back here (only the CUDA layer may unregister it), so what the program can
+ * have changed is put back as the manager made it. */
+void dsp_mem_restore(struct dsp_span *s) {
+    void *p = (void *)s->base;
+    syscall(SYS_mprotect, p, s->len, PROT_READ | PROT_WRITE);
+    syscall(SYS_madvise, p, s->len, MADV_DOFORK);
+    syscall(SYS_madvise, p, s->len, MADV_KEEPONFORK);
+    syscall(SYS_madvise, p, s->len, s->shared ? MADV_DONTDUMP : MADV_DODUMP); /* shm.c */
+    if (s->huge) syscall(SYS_madvise, p, s->len, MADV_HUGEPAGE);
+    s->taint = 0;
 }

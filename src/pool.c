@@ -13,17 +13,16 @@
 #include "manager.h"
 #include "stats.h"
 
-static void publish(void) {
-    dsp_stat_set(DSP_ST_pool_cached_bytes, dsp_pooled_bytes());
+static void publish(struct dsp_manager *m) {
+    dsp_stat_set(DSP_ST_pool_cached_bytes, dsp_pooled_bytes(m));
 }
 
-struct dsp_span *dsp_pool_get(size_t len) {
-    struct dsp_manager *m = &dsp_mgr;
+struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len) {
     struct dsp_span *s = dsp_bins_find(&m->cached, len);
     if (!s) return NULL;
     dsp_bins_remove(&m->cached, s);
     if (s->len > len) {
-        struct dsp_span *tail = dsp_span_split(s, len);
+        struct dsp_span *tail = dsp_span_split(m, s, len);
         if (!tail) { /* no metadata for the split: keep it whole in the pool */
             dsp_bins_insert(&m->cached, s);
             return NULL;
@@ -31,30 +30,28 @@ struct dsp_span *dsp_pool_get(size_t len) {
         dsp_bins_insert(&m->cached, tail);
     }
     s->state = DSP_SPAN_LIVE;
-    publish();
+    publish(m);
     return s;
 }
 
 /* A registered span of at least len bytes and at most a quarter more (the
  * rest of it is idle while the block lives), or NULL. */
-struct dsp_span *dsp_pool_get_registered(size_t len) {
-    struct dsp_manager *m = &dsp_mgr;
+struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, size_t len) {
     struct dsp_span *s = dsp_bins_find(&m->cuda_cached, len);
     if (!s || s->len - len > len / 4) return NULL;
     dsp_bins_remove(&m->cuda_cached, s);
     s->state = DSP_SPAN_LIVE;
-    publish();
+    publish(m);
     return s;
 }
 
-struct dsp_bins *dsp_pool_bins(const struct dsp_span *s) {
-    struct dsp_manager *m = &dsp_mgr;
+struct dsp_bins *dsp_pool_bins(struct dsp_manager *m, const struct dsp_span *s) {
     if (!s->reg) return &m->cached;
     return s->served ? &m->cuda_cached : &m->cuda_private;
 }
 
-size_t dsp_pool_registered_bytes(void) {
-    return dsp_mgr.cuda_cached.bytes + dsp_mgr.cuda_private.bytes;
+size_t dsp_pool_registered_bytes(struct dsp_manager *m) {
+    return m->cuda_cached.bytes + m->cuda_private.bytes;
 }
 
 static int mergeable(const struct dsp_span *a, const struct dsp_span *b) {
@@ -62,12 +59,11 @@ static int mergeable(const struct dsp_span *a, const struct dsp_span *b) {
            a->counted == b->counted && a->shared == b->shared;
 }
 
-void dsp_pool_put(struct dsp_span *s) {
-    struct dsp_manager *m = &dsp_mgr;
+void dsp_pool_put(struct dsp_manager *m, struct dsp_span *s) {
     s->state = DSP_SPAN_CACHED;
     if (s->reg) {
-        dsp_bins_insert(dsp_pool_bins(s), s);
-        publish();
+        dsp_bins_insert(dsp_pool_bins(m, s), s);
+        publish(m);
         return;
     }
     struct dsp_span *p = s->aprev, *n = s->anext;
@@ -75,79 +71,83 @@ void dsp_pool_put(struct dsp_span *s) {
         dsp_bins_remove(&m->cached, p);
         p->len += s->len;
         p->huge &= s->huge;
-        dsp_span_unlink(s);
+        dsp_span_unlink(m, s);
         s = p;
     }
     if (mergeable(n, s)) {
         dsp_bins_remove(&m->cached, n);
         s->len += n->len;
         s->huge &= n->huge;
-        dsp_span_unlink(n);
+        dsp_span_unlink(m, n);
     }
     dsp_bins_insert(&m->cached, s);
-    publish();
+    publish(m);
 }
 
-size_t dsp_pooled_bytes(void) {
-    return dsp_mgr.cached.bytes + dsp_pool_registered_bytes();
+size_t dsp_pooled_bytes(struct dsp_manager *m) {
+    return m->cached.bytes + dsp_pool_registered_bytes(m);
 }
 
-void dsp_span_release(struct dsp_span *s) {
+void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
     int was_locked = s->locked;
-    if (dsp_pin_drop(s) != 0) { /* still locked (logged): keep it pooled and counted */
+    if (dsp_pin_drop(m, s) != 0) { /* still locked (logged): keep it pooled and counted */
         s->reg = 0;
         if (s->served) { /* only served allocations may have it: none will, unregistered */
             s->state = DSP_SPAN_LIVE; /* in no index: out of use for good, as a stuck pin */
             dsp_stat_add(DSP_ST_pin_stuck_bytes, s->len);
             return;
         }
-        dsp_pool_put(s);
+        dsp_pool_put(m, s);
         return;
     }
-    if (s->counted) dsp_budget_release(s->len, was_locked);
+    if (s->counted) dsp_budget_release(m, s->len, was_locked);
     s->counted = 0;
     s->reg = 0;
     s->user = 0;
     s->unsynced = 0;
     s->served = 0;
     s->shared = 0;
-    dsp_arena_vacate(s);
+    dsp_arena_vacate(m, s);
 }
 
 /* Largest first: one big release frees the most memory for one syscall and
  * keeps the many small blocks that are cheap to keep and common to reuse. */
-size_t dsp_pool_release_until(size_t cached_max) {
-    struct dsp_manager *m = &dsp_mgr;
+size_t dsp_pool_release_until(struct dsp_manager *m, size_t cached_max) {
     size_t released = 0;
     while (m->cached.bytes > cached_max) {
         struct dsp_span *s = dsp_bins_largest(&m->cached);
         int was_locked = s->locked;
-        if (dsp_pin_drop(s) != 0) break; /* logged; it stays cached and counted */
+        if (dsp_pin_drop(m, s) != 0) break; /* logged; it stays cached and counted */
         dsp_bins_remove(&m->cached, s);
-        if (s->counted) dsp_budget_release(s->len, was_locked);
+        if (s->counted) dsp_budget_release(m, s->len, was_locked);
         s->counted = 0;
         released += s->len;
-        dsp_arena_vacate(s);
+        dsp_arena_vacate(m, s);
         dsp_stat_add(DSP_ST_pool_releases, 1);
     }
-    publish();
+    publish(m);
     return released;
+}
+
+void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock) {
+    size_t excess = dsp_budget_excess(m, len, lock);
+    if (excess) dsp_pool_release_until(m, m->cached.bytes - excess);
 }
 
 /* Takes up to max registered pooled spans, those no allocation reuses first,
  * then the largest, while the CUDA pools hold more than keep bytes: the caller unregisters each
  * (outside the lock) and then hands it to dsp_span_release. They are LIVE meanwhile, in no index
  * and not in the registry, so nothing else touches them. */
-size_t dsp_pool_evict_registered(size_t keep, struct dsp_span **out, size_t max) {
-    struct dsp_manager *m = &dsp_mgr;
+size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_span **out,
+                                 size_t max) {
     size_t n = 0;
-    while (n < max && dsp_pool_registered_bytes() > keep) {
+    while (n < max && dsp_pool_registered_bytes(m) > keep) {
         struct dsp_bins *b = m->cuda_private.bytes ? &m->cuda_private : &m->cuda_cached;
         struct dsp_span *s = dsp_bins_largest(b);
         dsp_bins_remove(b, s);
         s->state = DSP_SPAN_LIVE;
         out[n++] = s;
     }
-    publish();
+    publish(m);
     return n;
 }

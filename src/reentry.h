@@ -42,14 +42,15 @@ static inline void dsp_lock_forget(void) {
 }
 
 /* Deferred frees, for a signal handler that interrupted its thread inside one
- * of our locks. DSP_DEFER_MALLOC: p is a pointer malloc handed out, freed
- * later by the handler set with dsp_defer_set_malloc_free; DSP_DEFER_BLOCK: p
- * is a block base, freed later with dsp_block_free. 0, or -1 when the area
- * is full (logged once; the block leaks). Async-signal-safe: no lock, no
- * allocation. */
+ * of our locks. p is freed later by the handler set for its kind with
+ * dsp_defer_set_handler: DSP_DEFER_MALLOC, a pointer malloc handed out (the
+ * malloc layer's free); DSP_DEFER_BLOCK, a block base (the manager's
+ * dsp_block_free, set at initialisation: this file is below the manager and
+ * never calls it by name). 0, or -1 when the area is full (logged once; the
+ * block leaks). Async-signal-safe: no lock, no allocation. */
 enum { DSP_DEFER_BLOCK = 0, DSP_DEFER_MALLOC = 1 };
 int dsp_defer_free(void *p, int kind);
-void dsp_defer_set_malloc_free(void (*fn)(void *));
+void dsp_defer_set_handler(int kind, void (*fn)(void *));
 void dsp_defer_fork_child(void);
 
 #endif

@@ -37,16 +37,15 @@
 #define MFD_CLOEXEC 1U
 #endif
 
-static int same_file(int fd) {
+static int same_file(struct dsp_manager *m, int fd) {
     struct stat st;
-    struct dsp_manager *m = &dsp_mgr;
     return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == m->shm_dev &&
            (uint64_t)st.st_ino == m->shm_ino;
 }
 
 /* Why served memory cannot be shared here: logged once, then private. */
-static int unavailable(const char *why, int err) {
-    dsp_mgr.shm_state = -1;
+static int unavailable(struct dsp_manager *m, const char *why, int err) {
+    m->shm_state = -1;
     dsp_once(DSP_LOG_INFO,
              "served pinned memory is private memory (%s: %s): forked children get a copy "
              "of it, not the parent's pages",
@@ -54,20 +53,19 @@ static int unavailable(const char *why, int err) {
     return 0;
 }
 
-static int open_file(void) {
-    struct dsp_manager *m = &dsp_mgr;
+static int open_file(struct dsp_manager *m) {
     struct rlimit fs;
     /* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills. */
     if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY &&
         fs.rlim_cur < (rlim_t)FILE_LEN)
-        return unavailable("RLIMIT_FSIZE is finite", EFBIG);
+        return unavailable(m, "RLIMIT_FSIZE is finite", EFBIG);
     int fd = (int)syscall(SYS_memfd_create, "dspreload", MFD_CLOEXEC);
-    if (fd < 0) return unavailable("memfd_create", errno);
+    if (fd < 0) return unavailable(m, "memfd_create", errno);
     struct stat st;
     if (ftruncate(fd, FILE_LEN) != 0 || fstat(fd, &st) != 0) {
         int err = errno;
         close(fd);
-        return unavailable("ftruncate", err);
+        return unavailable(m, "ftruncate", err);
     }
     m->shm_dev = (uint64_t)st.st_dev;
     m->shm_ino = (uint64_t)st.st_ino;
@@ -75,21 +73,20 @@ static int open_file(void) {
     return 1;
 }
 
-int dsp_shm_ready(void) {
-    struct dsp_manager *m = &dsp_mgr;
+int dsp_shm_ready(struct dsp_manager *m) {
     if (m->shm_state < 0) return 0;
-    if (m->shm_fd1 && same_file(m->shm_fd1 - 1)) return 1;
+    if (m->shm_fd1 && same_file(m, m->shm_fd1 - 1)) return 1;
     if (m->shm_fd1)
         dsp_once(DSP_LOG_WARN, "the program closed the descriptor of served pinned memory; "
                                "opening another");
     m->shm_fd1 = 0;
-    return open_file();
+    return open_file(m);
 }
 
-int dsp_shm_map(const struct dsp_span *s) {
-    int fd = dsp_mgr.shm_fd1 - 1;
+int dsp_shm_map(struct dsp_manager *m, const struct dsp_span *s) {
+    int fd = m->shm_fd1 - 1;
     void *base = (void *)s->base;
-    if (fd < 0 || s->base + s->len > (uintptr_t)FILE_LEN || !same_file(fd)) return -EBADF;
+    if (fd < 0 || s->base + s->len > (uintptr_t)FILE_LEN || !same_file(m, fd)) return -EBADF;
     if (mmap(base, s->len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, fd, (off_t)s->base) ==
         MAP_FAILED)
         return -errno;
@@ -101,19 +98,18 @@ int dsp_shm_map(const struct dsp_span *s) {
  * file the range maps, so a descriptor the program closed (or whose number
  * it reused) never matters; it refuses locked ranges, hence the munlock.
  * The descriptor is the fallback (a range the program made read-only). */
-void dsp_shm_punch(const struct dsp_span *s) {
+void dsp_shm_punch(struct dsp_manager *m, const struct dsp_span *s) {
     if (s->shared != DSP_SHARED_OURS) return;
     void *base = (void *)s->base;
     syscall(SYS_munlock, base, s->len);
     if (syscall(SYS_madvise, base, s->len, MADV_REMOVE) == 0) return;
-    int fd = dsp_mgr.shm_fd1 - 1;
-    if (fd >= 0 && same_file(fd))
+    int fd = m->shm_fd1 - 1;
+    if (fd >= 0 && same_file(m, fd))
         fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)s->base, (off_t)s->len);
 }
 
-void dsp_shm_fork_child(void) {
-    struct dsp_manager *m = &dsp_mgr;
-    if (m->shm_fd1 && same_file(m->shm_fd1 - 1)) close(m->shm_fd1 - 1);
+void dsp_shm_fork_child(struct dsp_manager *m) {
+    if (m->shm_fd1 && same_file(m, m->shm_fd1 - 1)) close(m->shm_fd1 - 1);
     m->shm_fd1 = 0; /* this process's own served blocks get a file of its own */
     for (struct dsp_span *s = m->first; s; s = s->anext)
         if (s->shared) s->shared = DSP_SHARED_FOREIGN;
