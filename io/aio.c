@@ -12,19 +12,21 @@
  * The shim links no libaio: the real functions are found at the first call,
  * by version (docs/internals.md, "libaio's symbols and conventions"), in a
  * libaio loaded RTLD_LOCAL too; without one, the system calls themselves stand
- * in (libaio's functions are thin wrappers). */
-#include "block.h"
+ * in (libaio's functions are thin wrappers).
+ *
+ * Here: the real functions, the hooks, and completion. The classification of
+ * iocbs is io/aio_classify.c; the table of bounced requests, with its locking
+ * and its fork handlers, is io/aio_state.c. */
 #include "config.h"
-#include "errname.h"
 #include "fork.h"
 #include "internal.h"
 #include "log.h"
 #include "manager.h"
-#include "registry.h"
 #include "stats.h"
 #include "symbols.h"
+#include "aio_classify.h"
+#include "aio_state.h"
 #include "bounce.h"
-#include "dio.h"
 #include "guard.h"
 
 #include <errno.h>
@@ -33,40 +35,10 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-
-#define CHUNK     128  /* iocbs classified and submitted per real call */
-#define MAX_SEGS  32   /* iovecs a bounced vectored request may have */
-#define MAX_STATE 4096 /* bounced requests in flight */
-#define FD_CACHE  8    /* distinct fds queried per io_submit */
-
-typedef void *io_context_t; /* libaio's: a pointer that holds the kernel's aio_context_t */
-
-enum cls { C_PASS = 0, C_DIRECT_PINNED, C_DIRECT_UNPINNED, C_BOUNCED };
-
-/* A bounced request: the iocb the kernel sees, and what completion needs. */
-struct bstate {
-    struct iocb kiocb; /* first: an event's obj points here */
-    struct iocb *user; /* the caller's iocb */
-    io_context_t ctx;
-    _Atomic uint64_t status; /* generation << 1 | in flight */
-    uint64_t destroy_token;  /* set by io_destroy while it waits */
-    uint64_t destroy_status; /* the status word io_destroy saw: which request it waits for */
-    char *buf;
-    size_t cap;
-    size_t head;  /* the caller's first byte within buf (widened reads) */
-    size_t total; /* bytes the caller asked for */
-    int is_read;
-    int nseg;
-    struct iovec seg[MAX_SEGS]; /* where a read's bytes go back */
-    uint32_t next_free;
-    uint32_t pins;   /* io_cancel calls using kiocb now (tab_mu) */
-    int put_waiting; /* released while pinned: freed by the last unpin (tab_mu) */
-};
 
 static struct {
     int (*submit)(io_context_t, long, struct iocb **);
@@ -79,20 +51,6 @@ static struct {
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static _Atomic int ready;
 static int active; /* 0: pass everything through unexamined (no safe way to read iocbs) */
-static int policy;
-
-/* Bounce states: one mapping, so "is this event's obj ours?" is a compare.
- * tab_mu guards the free list, high_water, pins and put_waiting; no call
- * into libaio, the bounce pool, the manager or the log is made with it held
- * (docs/design.md has the lock order). */
-static struct bstate *tab;
-static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t free_head = UINT32_MAX, high_water;
-static uint64_t destroy_tokens;
-static _Atomic long inflight;
-/* Explicit, not dsp_once: state_get's two refusals share it, so whichever
- * comes first is the one warning. */
-static int tab_logged;
 
 /* --- the real functions, or the system calls they wrap -------------------- */
 
@@ -137,10 +95,6 @@ static int sys_destroy(io_context_t ctx) {
         }                                                                                          \
     } while (0)
 
-static void fork_prepare(void);
-static void fork_parent(void);
-static void fork_child(void);
-
 static void resolve(void) {
     int missing = 0;
     RESOLVE(submit, "io_submit", "LIBAIO_0.1");
@@ -155,10 +109,12 @@ static void resolve(void) {
     if (!dsp_ensure_init()) {
         dsp_warn("libaio: the manager is not ready: I/O passes through unexamined");
     } else if (dsp_guard_install() == 0) {
-        policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
+        dsp_aio_policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
         active = 1;
         /* Before ready: until then no thread takes tab_mu or bounce's mu. */
-        static const struct dsp_fork_ops aio_fork = {fork_prepare, fork_parent, fork_child},
+        static const struct dsp_fork_ops aio_fork = {dsp_aio_state_fork_prepare,
+                                                     dsp_aio_state_fork_parent,
+                                                     dsp_aio_state_fork_child},
                                          bounce_fork = {dsp_bounce_fork_prepare,
                                                         dsp_bounce_fork_parent,
                                                         dsp_bounce_fork_child};
@@ -166,7 +122,8 @@ static void resolve(void) {
         dsp_fork_register(DSP_FORK_BOUNCE, &bounce_fork);
         dsp_add_trimmer(dsp_bounce_trim);
         dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes",
-                 dsp_opt_desc[DSP_OPT_AIO_BOUNCE].choices[policy], dsp_opt(DSP_OPT_BOUNCE_POOL));
+                 dsp_opt_desc[DSP_OPT_AIO_BOUNCE].choices[dsp_aio_policy],
+                 dsp_opt(DSP_OPT_BOUNCE_POOL));
     }
     atomic_store_explicit(&ready, 1, memory_order_release);
 }
@@ -176,381 +133,21 @@ static inline void ensure_ready(void) {
         pthread_once(&resolve_once, resolve);
 }
 
-/* --- bounce states -------------------------------------------------------- */
-
-static struct bstate *state_get(void) {
-    pthread_mutex_lock(&tab_mu);
-    if (!tab) {
-        void *m = mmap(NULL, sizeof(struct bstate) * MAX_STATE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) {
-            pthread_mutex_unlock(&tab_mu);
-            dsp_log_once(&tab_logged, DSP_LOG_WARN,
-                         "libaio: no memory for bounce bookkeeping (%s): I/O passes through",
-                         dsp_errname(errno));
-            return NULL;
-        }
-        __atomic_store_n(&tab, (struct bstate *)m, __ATOMIC_RELEASE);
-    }
-    struct bstate *s = NULL;
-    if (free_head != UINT32_MAX) {
-        s = &tab[free_head];
-        free_head = s->next_free;
-    } else if (high_water < MAX_STATE) {
-        s = &tab[high_water++];
-    }
-    if (s) {
-        s->destroy_token = 0;
-        atomic_fetch_add_explicit(&inflight, 1, memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&tab_mu);
-    if (!s)
-        dsp_log_once(&tab_logged, DSP_LOG_WARN,
-                     "libaio: %d bounced requests already in flight: more pass through", MAX_STATE);
-    return s;
-}
-
-/* Marks a filled state as in flight (before the kernel can complete it). */
-static void state_publish(struct bstate *s) {
-    uint64_t v = atomic_load_explicit(&s->status, memory_order_relaxed);
-    atomic_store_explicit(&s->status, (v & ~(uint64_t)1) + 3, memory_order_release);
-}
-
-/* Takes an in-flight state for completion or release: 1 for exactly one caller. */
-static int state_claim(struct bstate *s) {
-    uint64_t v = atomic_load_explicit(&s->status, memory_order_acquire);
-    while (v & 1)
-        if (atomic_compare_exchange_weak_explicit(&s->status, &v, v & ~(uint64_t)1,
-                                                  memory_order_acq_rel, memory_order_acquire))
-            return 1;
-    return 0;
-}
-
-/* As state_claim, but only while the state is still the request whose status
- * word was v (a state reused since has a newer generation). */
-static int state_claim_exact(struct bstate *s, uint64_t v) {
-    return (v & 1) &&
-           atomic_compare_exchange_strong_explicit(&s->status, &v, v & ~(uint64_t)1,
-                                                   memory_order_acq_rel, memory_order_acquire);
-}
-
-/* Called with tab_mu held. */
-static void free_push(struct bstate *s) {
-    s->next_free = free_head;
-    free_head = (uint32_t)(s - tab);
-}
-
-static void state_put(struct bstate *s) {
-    if (s->buf) dsp_bounce_put(s->buf, s->cap);
-    s->buf = NULL;
-    pthread_mutex_lock(&tab_mu);
-    /* An io_cancel still has this kiocb in the kernel's hands: reused now,
-     * the kernel could cancel another request by its address. */
-    if (s->pins)
-        s->put_waiting = 1;
-    else
-        free_push(s);
-    pthread_mutex_unlock(&tab_mu);
-    atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed);
-}
-
-static struct bstate *state_of(uint64_t obj) {
-    struct bstate *t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
-    if (!t || obj < (uintptr_t)t) return NULL;
-    uint64_t off = obj - (uintptr_t)t;
-    if (off >= sizeof(struct bstate) * MAX_STATE || off % sizeof(struct bstate)) return NULL;
-    return &t[off / sizeof(struct bstate)];
-}
-
-/* --- classification ------------------------------------------------------- */
-
-struct plan {
-    struct iocb *user;
-    uint64_t buf, nbytes;
-    int64_t off;
-    uint32_t fd;
-    uint16_t op;
-    uint8_t cls;
-    struct bstate *st;
-    uint64_t bounce_bytes; /* counted after submission, when st may be another's */
-};
-
-struct fdinfo {
-    int fd, direct;
-    struct dsp_dio_align a;
-};
-
-/* O_DIRECT and alignment of fd, once per io_submit: 1 when O_DIRECT is on. */
-static int fd_query(int fd, struct fdinfo *cache, int *n, struct dsp_dio_align *a) {
-    for (int i = 0; i < *n; i++)
-        if (cache[i].fd == fd) {
-            *a = cache[i].a;
-            return cache[i].direct;
-        }
-    int e = errno;
-    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0}};
-    if (fi.direct && dsp_dio_align(fd, &fi.a) != 0) fi.direct = 0;
-    errno = e;
-    if (*n < FD_CACHE) cache[(*n)++] = fi;
-    *a = fi.a;
-    return fi.direct;
-}
-
-static int is_data(uint16_t op) {
-    return op == IOCB_CMD_PREAD || op == IOCB_CMD_PWRITE || op == IOCB_CMD_PREADV ||
-           op == IOCB_CMD_PWRITEV;
-}
-static int is_read(uint16_t op) {
-    return op == IOCB_CMD_PREAD || op == IOCB_CMD_PREADV;
-}
-static int is_vec(uint16_t op) {
-    return op == IOCB_CMD_PREADV || op == IOCB_CMD_PWRITEV;
-}
-
-/* The segments of a data iocb, read under the guard: up to MAX_SEGS copied
- * into seg, all of them summed up. 0, or -EFAULT when the iovec array cannot
- * be read (the kernel refuses the iocb then too). */
-struct segs {
-    struct iovec seg[MAX_SEGS];
-    int n;
-    int pinned;
-    uint64_t bits; /* every base and length ORed: their common alignment */
-    uint64_t total;
-    int huge; /* a length over DSP_MAX_RW, or a sum that is: never bounced */
-};
-static inline void seg_add(struct segs *g, int i, struct iovec one) {
-    if (i < MAX_SEGS) g->seg[i] = one;
-    g->bits |= (uintptr_t)one.iov_base | one.iov_len;
-    /* Each length is at most DSP_MAX_RW here, so the sum cannot wrap. */
-    if (one.iov_len > DSP_MAX_RW || (g->total += one.iov_len) > DSP_MAX_RW) g->huge = 1;
-    if (g->pinned && !g->huge) g->pinned = dsp_reg_contains((uintptr_t)one.iov_base, one.iov_len);
-}
-
-static int scan_segs(const struct plan *p, struct segs *g) {
-    g->pinned = 1;
-    g->bits = g->total = 0;
-    g->huge = 0;
-    if (!is_vec(p->op)) {
-        g->seg[0] = (struct iovec){(void *)(uintptr_t)p->buf, p->nbytes};
-        g->n = 1;
-        g->bits = p->buf | p->nbytes;
-        g->total = p->nbytes;
-        g->huge = p->nbytes > DSP_MAX_RW;
-        g->pinned = !g->huge && dsp_reg_contains(p->buf, p->nbytes);
-        return 0;
-    }
-    g->n = (int)p->nbytes;
-    const struct iovec *v = (const struct iovec *)(uintptr_t)p->buf;
-    if (!dsp_guard_plausible((uintptr_t)v, sizeof *v * (size_t)g->n)) return -EFAULT;
-    if (!dsp_guard_faults_ok) {
-        /* Checked copies, a piece at a time (the kernel too refuses the
-         * whole array when any of it cannot be read). */
-        struct iovec part[64];
-        for (int at = 0; at < g->n; at += 64) {
-            int k = g->n - at < 64 ? g->n - at : 64;
-            if (dsp_guard_copy(part, v + at, sizeof *v * (size_t)k) != 0) return -EFAULT;
-            for (int i = 0; i < k; i++) seg_add(g, at + i, part[i]);
-        }
-        return 0;
-    }
-    int failed;
-    DSP_GUARD_BEGIN(failed)
-    for (int i = 0; i < g->n; i++) {
-        seg_add(g, i, v[i]);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    }
-    DSP_GUARD_END();
-    return failed ? -EFAULT : 0;
-}
-
-/* Fills s (a fresh state) for plan p with segments seg: 0, or -1 to pass the
- * iocb through unchanged. */
-static int bounce_prepare(struct bstate *s, const struct plan *p, const struct iovec *seg, int nseg,
-                          size_t total, const struct dsp_dio_align *a) {
-    if (dsp_guard_copy(&s->kiocb, p->user, sizeof s->kiocb) != 0) return -1;
-    s->user = p->user;
-    s->is_read = is_read(p->op);
-    s->total = total;
-    uint64_t start = (uint64_t)p->off, len = total;
-    if (s->is_read) {
-        /* Widened to aligned bounds: the bytes before and after are read and dropped. */
-        size_t unit = a->off > a->mem ? a->off : a->mem;
-        start = (uint64_t)p->off & ~(uint64_t)(a->off - 1);
-        s->head = (size_t)((uint64_t)p->off - start);
-        len = dsp_align_up(s->head + total, unit);
-        /* A buffer that is not there at all passes through, so the kernel
-         * gives its own error (a read of misaligned memory: -EINVAL); one
-         * that goes bad later gets -EFAULT at completion. */
-        for (int i = 0; i < nseg; i++)
-            if (!dsp_guard_plausible((uintptr_t)seg[i].iov_base, seg[i].iov_len) ||
-                dsp_guard_probe_ends(seg[i].iov_base, seg[i].iov_len) != 0)
-                return -1;
-        memcpy(s->seg, seg, sizeof *seg * nseg);
-        s->nseg = nseg;
-    } else {
-        s->head = 0;
-        s->nseg = 0;
-    }
-    s->buf = dsp_bounce_get(len ? len : 1, &s->cap);
-    if (!s->buf) return -1;
-    if (!s->is_read) {
-        size_t at = 0;
-        for (int i = 0; i < nseg; i++) {
-            if (seg[i].iov_len > s->cap - at ||
-                !dsp_guard_plausible((uintptr_t)seg[i].iov_base, seg[i].iov_len) ||
-                dsp_guard_copy(s->buf + at, seg[i].iov_base, seg[i].iov_len) != 0)
-                return -1;
-            at += seg[i].iov_len;
-        }
-    }
-    s->kiocb.aio_lio_opcode = s->is_read ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
-    s->kiocb.aio_buf = (uintptr_t)s->buf;
-    s->kiocb.aio_nbytes = len;
-    s->kiocb.aio_offset = (int64_t)start;
-    return 0;
-}
-
-/* Whether O_DIRECT would refuse p (or the policy asks for a bounce anyway). */
-static int wants_bounce(const struct plan *p, const struct segs *g, struct fdinfo *cache,
-                        int *ncache, struct dsp_dio_align *a) {
-    int rd = is_read(p->op);
-    int candidate;
-    switch (policy) {
-    case DSP_AIO_BOUNCE_NEVER:
-        return 0;
-    case DSP_AIO_BOUNCE_ALL:
-        candidate = 1;
-        break;
-    default:
-        /* Aligned to every known rule: no system call needed to know it passes. */
-        candidate = (g->bits & (DSP_DIO_MAX_ALIGN - 1)) ||
-                    (rd && (((uint64_t)p->off | g->total) & (DSP_DIO_MAX_ALIGN - 1))) ||
-                    (policy == DSP_AIO_BOUNCE_UNPINNED && !g->pinned);
-    }
-    if (!candidate || p->off < 0 || !fd_query((int)p->fd, cache, ncache, a)) return 0;
-    int mem_ok = (g->bits & (a->mem - 1)) == 0;
-    int off_ok = (((uint64_t)p->off | g->total) & (a->off - 1)) == 0;
-    if (!rd && !off_ok) return 0; /* a misaligned write stays the caller's: the kernel's -EINVAL */
-    return !mem_ok || !off_ok || policy == DSP_AIO_BOUNCE_ALL ||
-           (policy == DSP_AIO_BOUNCE_UNPINNED && !g->pinned);
-}
-
-/* Decides p's class, preparing a bounce where one is needed: -EFAULT when
- * the iocb's iovec array cannot be read. */
-static int classify_data(io_context_t ctx, struct plan *p, struct fdinfo *cache, int *ncache) {
-    if (is_vec(p->op) && p->nbytes > UIO_MAXIOV) return 0; /* the kernel's -EINVAL */
-    struct segs g;
-    if (scan_segs(p, &g) != 0) return -EFAULT;
-    p->cls = g.pinned ? C_DIRECT_PINNED : C_DIRECT_UNPINNED;
-    struct dsp_dio_align a;
-    if (g.huge || !wants_bounce(p, &g, cache, ncache, &a)) return 0;
-    p->cls = C_PASS; /* unless the bounce works out */
-    struct bstate *s = NULL;
-    if (g.n > MAX_SEGS) {
-        dsp_once(DSP_LOG_WARN,
-                 "libaio: a vectored request of %d segments needs a bounce but has more "
-                 "than %d: passed through unchanged",
-                 g.n, MAX_SEGS);
-    } else if ((s = state_get()) != NULL) {
-        s->ctx = ctx;
-        if (bounce_prepare(s, p, g.seg, g.n, g.total, &a) == 0) {
-            p->cls = C_BOUNCED;
-            p->st = s;
-            p->bounce_bytes = g.total;
-            return 0;
-        }
-        state_put(s);
-    }
-    dsp_stat_add(DSP_ST_fallbacks, 1);
-    return 0;
-}
-
-static void plan_fill(struct plan *p, struct iocb *user, const struct iocb *cb) {
-    p->user = user;
-    p->op = cb->aio_lio_opcode;
-    p->fd = cb->aio_fildes;
-    p->buf = cb->aio_buf;
-    p->nbytes = cb->aio_nbytes;
-    p->off = cb->aio_offset;
-}
-
-/* The iocbs as classify reads them, with checked copies (a thread that
- * blocks SIGSEGV or SIGBUS): how many of ios[0..n) could be read, in order. */
-static long read_checked(struct iocb **ios, long n, struct plan *p) {
-    const void *at[CHUNK];
-    struct iocb *cbs[CHUNK];
-    long m = 0;
-    while (m < n && dsp_guard_plausible((uintptr_t)(ios + m), sizeof *ios)) {
-        at[m] = ios + m;
-        m++;
-    }
-    m = dsp_guard_gather(cbs, at, sizeof *cbs, m);
-    long k = 0;
-    while (k < m && dsp_guard_plausible((uintptr_t)cbs[k], sizeof *cbs[k])) {
-        at[k] = cbs[k];
-        k++;
-    }
-    long readable = 0;
-    while (readable < k) {
-        struct iocb copy[16];
-        long want = k - readable < 16 ? k - readable : 16;
-        long got = dsp_guard_gather(copy, at + readable, sizeof *copy, want);
-        for (long i = 0; i < got; i++) plan_fill(&p[readable + i], cbs[readable + i], &copy[i]);
-        readable += got;
-        if (got < want) break;
-    }
-    return readable;
-}
-
-/* The same with plain loads under the guard (its arguments are read after
- * the jump back: kept in memory). */
-static long read_guarded(struct iocb **volatile ios, volatile long n, struct plan *volatile p) {
-    volatile long readable = 0;
-    int failed;
-    DSP_GUARD_BEGIN(failed)
-    for (long i = 0; i < n; i++) {
-        if (!dsp_guard_plausible((uintptr_t)(ios + i), sizeof *ios)) break;
-        struct iocb *cb = ios[i];
-        if (!dsp_guard_plausible((uintptr_t)cb, sizeof *cb)) break;
-        plan_fill(&p[i], cb, cb);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* p[i] is complete before it counts */
-        readable = i + 1;
-    }
-    DSP_GUARD_END();
-    (void)failed;
-    return readable;
-}
-
-/* Classifies p[0..n): returns how many can be submitted (fewer when iocb i
- * cannot be read: the kernel would stop there too). */
-static long classify(io_context_t ctx, struct iocb **ios, long n, struct plan *p, int *bounced) {
-    long readable = dsp_guard_faults_ok ? read_guarded(ios, n, p) : read_checked(ios, n, p);
-    struct fdinfo cache[FD_CACHE];
-    int ncache = 0;
-    *bounced = 0;
-    for (long i = 0; i < readable; i++) {
-        p[i].st = NULL;
-        p[i].cls = C_PASS;
-        p[i].bounce_bytes = 0;
-        if (!is_data(p[i].op)) continue;
-        if (classify_data(ctx, &p[i], cache, &ncache) != 0) return i;
-        *bounced += p[i].cls == C_BOUNCED;
-    }
-    return readable;
-}
+/* --- submission ----------------------------------------------------------- */
 
 static void count_classes(const uint64_t c[4], uint64_t n, uint64_t bytes) {
     dsp_stat_add(DSP_ST_aio_iocbs, (uint64_t)n);
-    if (c[C_PASS]) dsp_stat_add(DSP_ST_aio_passthrough, c[C_PASS]);
-    if (c[C_DIRECT_PINNED]) dsp_stat_add(DSP_ST_aio_direct_pinned, c[C_DIRECT_PINNED]);
-    if (c[C_DIRECT_UNPINNED]) dsp_stat_add(DSP_ST_aio_direct_unpinned, c[C_DIRECT_UNPINNED]);
-    if (c[C_BOUNCED]) {
-        dsp_stat_add(DSP_ST_aio_bounced, c[C_BOUNCED]);
+    if (c[DSP_AIO_PASS]) dsp_stat_add(DSP_ST_aio_passthrough, c[DSP_AIO_PASS]);
+    if (c[DSP_AIO_DIRECT_PINNED]) dsp_stat_add(DSP_ST_aio_direct_pinned, c[DSP_AIO_DIRECT_PINNED]);
+    if (c[DSP_AIO_DIRECT_UNPINNED])
+        dsp_stat_add(DSP_ST_aio_direct_unpinned, c[DSP_AIO_DIRECT_UNPINNED]);
+    if (c[DSP_AIO_BOUNCED]) {
+        dsp_stat_add(DSP_ST_aio_bounced, c[DSP_AIO_BOUNCED]);
         dsp_stat_add(DSP_ST_aio_bounce_bytes, bytes);
     }
 }
 
-static void count(const struct plan *p, long n) {
+static void count(const struct dsp_aio_plan *p, long n) {
     uint64_t c[4] = {0, 0, 0, 0}, bytes = 0;
     for (long i = 0; i < n; i++) {
         c[p[i].cls]++;
@@ -559,56 +156,18 @@ static void count(const struct plan *p, long n) {
     count_classes(c, (uint64_t)n, bytes);
 }
 
-/* The common case, in one pass and without a copy of the iocbs: every one a
- * plain read or write that the policy sends as it is (4 KiB-aligned under
- * misaligned, anything under never) or an opcode the shim never touches.
- * Returns 1 with cls[] filled when that covers all n; 0 sends the call down
- * the general path (which also answers any bad pointer exactly). The hook's
- * cost here is a few loads and one registry lookup per iocb (bench/run:
- * libaio_hook). */
-static int fast_classify(struct iocb **ios, long n, uint8_t *cls) {
-    if (!dsp_guard_faults_ok) return 0; /* no plain loads in this thread */
-    volatile int all = 0;
-    int failed;
-    DSP_GUARD_BEGIN(failed)
-    if (dsp_guard_plausible((uintptr_t)ios, sizeof *ios * (size_t)n)) {
-        long i = 0;
-        for (; i < n; i++) {
-            const struct iocb *cb = ios[i];
-            if (!dsp_guard_plausible((uintptr_t)cb, sizeof *cb)) break;
-            uint16_t op = cb->aio_lio_opcode;
-            if (op == IOCB_CMD_PREADV || op == IOCB_CMD_PWRITEV) break;
-            if (op != IOCB_CMD_PREAD && op != IOCB_CMD_PWRITE) {
-                cls[i] = C_PASS;
-                continue;
-            }
-            uint64_t buf = cb->aio_buf, len = cb->aio_nbytes;
-            uint64_t bits = buf | len | (op == IOCB_CMD_PREAD ? (uint64_t)cb->aio_offset : 0);
-            if (policy != DSP_AIO_BOUNCE_NEVER &&
-                (policy != DSP_AIO_BOUNCE_MISALIGNED || (bits & (DSP_DIO_MAX_ALIGN - 1))))
-                break;
-            cls[i] = len <= DSP_MAX_RW && dsp_reg_contains(buf, len) ? C_DIRECT_PINNED
-                                                                     : C_DIRECT_UNPINNED;
-        }
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        all = i == n;
-    }
-    DSP_GUARD_END();
-    return !failed && all;
-}
-
-static void unprepare(struct plan *p, long from, long to) {
+static void unprepare(struct dsp_aio_plan *p, long from, long to) {
     for (long i = from; i < to; i++)
         if (p[i].st) {
-            atomic_fetch_and_explicit(&p[i].st->status, ~(uint64_t)1, memory_order_relaxed);
-            state_put(p[i].st);
+            dsp_aio_state_withdraw(p[i].st);
+            dsp_aio_state_put(p[i].st);
             p[i].st = NULL;
         }
 }
 
 static int submit(io_context_t ctx, long nr, struct iocb **ios) {
-    uint8_t cls[CHUNK];
-    if (nr <= CHUNK && fast_classify(ios, nr, cls)) {
+    uint8_t cls[DSP_AIO_CHUNK];
+    if (nr <= DSP_AIO_CHUNK && dsp_aio_fast_classify(ios, nr, cls)) {
         int r = real.submit(ctx, nr, ios);
         if (r > 0) {
             uint64_t c[4] = {0, 0, 0, 0};
@@ -617,13 +176,13 @@ static int submit(io_context_t ctx, long nr, struct iocb **ios) {
         }
         return r;
     }
-    struct plan p[CHUNK];
-    struct iocb *local[CHUNK];
+    struct dsp_aio_plan p[DSP_AIO_CHUNK];
+    struct iocb *local[DSP_AIO_CHUNK];
     long done = 0;
     while (done < nr) {
-        long n = nr - done < CHUNK ? nr - done : CHUNK;
+        long n = nr - done < DSP_AIO_CHUNK ? nr - done : DSP_AIO_CHUNK;
         int bounced;
-        long ok = classify(ctx, ios + done, n, p, &bounced);
+        long ok = dsp_aio_classify(ctx, ios + done, n, p, &bounced);
         if (ok == 0 && done) return (int)done;
         if (ok == 0) {
             /* The first iocb cannot be read: the kernel's answer, not ours.
@@ -637,7 +196,7 @@ static int submit(io_context_t ctx, long nr, struct iocb **ios) {
         if (bounced) {
             for (long i = 0; i < ok; i++) {
                 local[i] = p[i].st ? &p[i].st->kiocb : p[i].user;
-                if (p[i].st) state_publish(p[i].st);
+                if (p[i].st) dsp_aio_state_publish(p[i].st);
             }
             arr = local;
         }
@@ -686,7 +245,7 @@ static int copy_out(void *dst, const void *src, size_t n) {
 
 /* The caller's view of a bounced completion: its iocb, its data, its bytes.
  * Inside dsp_guard_enter/leave. */
-static void complete(struct bstate *s, struct io_event *ev) {
+static void complete(struct dsp_aio_bstate *s, struct io_event *ev) {
     int64_t res = ev->res;
     if (s->is_read && res > 0) {
         uint64_t got = (uint64_t)res > s->head ? (uint64_t)res - s->head : 0;
@@ -713,14 +272,14 @@ static void complete(struct bstate *s, struct io_event *ev) {
 }
 
 static void finish(struct io_event *ev, long n) {
-    if (n <= 0 || atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return;
+    if (n <= 0 || dsp_aio_state_idle()) return;
     int e = errno, prev = -1;
     for (long i = 0; i < n; i++) {
-        struct bstate *s = state_of(ev[i].obj);
-        if (!s || !state_claim(s)) continue;
+        struct dsp_aio_bstate *s = dsp_aio_state_of(ev[i].obj);
+        if (!s || !dsp_aio_state_claim(s)) continue;
         if (prev < 0) prev = dsp_guard_enter();
         complete(s, &ev[i]);
-        state_put(s);
+        dsp_aio_state_put(s);
     }
     if (prev >= 0) dsp_guard_leave(prev);
     errno = e;
@@ -742,33 +301,17 @@ DSP_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_even
     return r;
 }
 
-/* The bounced state of the caller's iocb on ctx, or NULL; called with tab_mu
- * held. Cancel is rare: a scan of the states in use. */
-static struct bstate *find_user(io_context_t ctx, struct iocb *cb, uint64_t *status) {
-    for (uint32_t i = 0; i < high_water; i++) {
-        uint64_t v = atomic_load_explicit(&tab[i].status, memory_order_acquire);
-        if ((v & 1) && tab[i].user == cb && tab[i].ctx == ctx) {
-            *status = v;
-            return &tab[i];
-        }
-    }
-    return NULL;
-}
-
 DSP_API int io_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
     ensure_ready();
-    if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return real.cancel(ctx, cb, ev);
+    if (dsp_aio_state_idle()) return real.cancel(ctx, cb, ev);
     /* The state is pinned across the real call, with tab_mu dropped (no lock
      * of ours is held across a call into libaio): a pinned state is not put
      * back on the free list, so it is not reused for another request whose
      * kiocb the kernel could cancel by its address while it looks for ours.
      * Completed and reaped meanwhile, it is freed at the unpin below. */
     int e = errno;
-    pthread_mutex_lock(&tab_mu);
     uint64_t v;
-    struct bstate *s = find_user(ctx, cb, &v);
-    if (s) s->pins++;
-    pthread_mutex_unlock(&tab_mu);
+    struct dsp_aio_bstate *s = dsp_aio_state_pin(ctx, cb, &v);
     int r = real.cancel(ctx, s ? &s->kiocb : cb, ev);
     if (!s) {
         errno = e;
@@ -776,18 +319,13 @@ DSP_API int io_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
     }
     /* Kernels before 4.19 reported the cancelled request in *ev; later ones
      * answer -EINPROGRESS and deliver it through io_getevents. */
-    int mine = r == 0 && state_claim_exact(s, v);
-    pthread_mutex_lock(&tab_mu);
-    if (--s->pins == 0 && s->put_waiting) {
-        s->put_waiting = 0;
-        free_push(s);
-    }
-    pthread_mutex_unlock(&tab_mu);
+    int mine = r == 0 && dsp_aio_state_claim_exact(s, v);
+    dsp_aio_state_unpin(s);
     if (mine) {
         int prev = dsp_guard_enter();
         complete(s, ev);
         dsp_guard_leave(prev);
-        state_put(s);
+        dsp_aio_state_put(s);
     }
     errno = e;
     return r;
@@ -795,32 +333,15 @@ DSP_API int io_cancel(io_context_t ctx, struct iocb *cb, struct io_event *ev) {
 
 DSP_API int io_destroy(io_context_t ctx) {
     ensure_ready();
-    if (atomic_load_explicit(&inflight, memory_order_relaxed) == 0) return real.destroy(ctx);
+    if (dsp_aio_state_idle()) return real.destroy(ctx);
     /* Collected before the real call: the context's address is free for
      * another io_setup the moment it returns. */
-    pthread_mutex_lock(&tab_mu);
-    uint64_t token = ++destroy_tokens;
-    for (uint32_t i = 0; i < high_water; i++) {
-        uint64_t v = atomic_load_explicit(&tab[i].status, memory_order_acquire);
-        if ((v & 1) && tab[i].ctx == ctx) {
-            tab[i].destroy_status = v;
-            tab[i].destroy_token = token;
-        }
-    }
-    uint32_t seen = high_water;
-    pthread_mutex_unlock(&tab_mu);
+    uint32_t seen;
+    uint64_t token = dsp_aio_state_mark(ctx, &seen);
     int r = real.destroy(ctx); /* waits for the I/O in flight */
     if (r != 0) return r;
-    /* A state reaped meanwhile and reused by another request has a newer
-     * status word: the exact claim leaves it alone. */
     int e = errno;
-    for (uint32_t i = 0; i < seen; i++) {
-        pthread_mutex_lock(&tab_mu);
-        int mine =
-            tab[i].destroy_token == token && state_claim_exact(&tab[i], tab[i].destroy_status);
-        pthread_mutex_unlock(&tab_mu);
-        if (mine) state_put(&tab[i]);
-    }
+    dsp_aio_state_release_marked(token, seen);
     errno = e;
     return r;
 }
@@ -836,31 +357,3 @@ DSP_API int dsp_aio_cancel_0_1(io_context_t ctx, struct iocb *cb) {
 }
 __asm__(".symver dsp_aio_getevents_0_1, io_getevents@LIBAIO_0.1, remove");
 __asm__(".symver dsp_aio_cancel_0_1, io_cancel@LIBAIO_0.1, remove");
-
-/* --- fork ----------------------------------------------------------------- */
-
-static void fork_prepare(void) {
-    pthread_mutex_lock(&tab_mu);
-}
-static void fork_parent(void) {
-    pthread_mutex_unlock(&tab_mu);
-}
-/* The child has no aio context of the parent's (the ring is not inherited):
- * every bounced request is gone, its buffer freed with the rest (bounce's
- * child handler has run: fork.h). */
-static void fork_child(void) {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    tab_mu = fresh;
-    for (uint32_t i = 0; i < high_water; i++) {
-        struct bstate *s = &tab[i];
-        if ((atomic_load_explicit(&s->status, memory_order_relaxed) & 1) && s->buf)
-            dsp_bounce_fork_adopt(s->buf, s->cap);
-        atomic_store_explicit(&s->status, 0, memory_order_relaxed);
-        s->buf = NULL;
-        s->pins = 0; /* a cancel in another thread of the parent */
-        s->put_waiting = 0;
-    }
-    free_head = UINT32_MAX;
-    high_water = 0;
-    atomic_store_explicit(&inflight, 0, memory_order_relaxed);
-}

@@ -9,7 +9,7 @@
 #define DSP_FORK_H
 
 enum dsp_fork_slot {
-    DSP_FORK_AIO,      /* tab_mu (io/aio.c) */
+    DSP_FORK_AIO,      /* tab_mu (io/aio_state.c) */
     DSP_FORK_BOUNCE,   /* mu (io/bounce.c) */
     DSP_FORK_MANAGER,  /* the manager's mu (src/manager.c) */
     DSP_FORK_REGISTRY, /* wmutex (src/registry.c) */
