@@ -14,6 +14,9 @@
  *   with the caller's arguments. Calls libcufile makes to its own exports (it
  *   calls some through the PLT) pass straight through.
  *
+ * The handles the application registered are io/cufile_handles.c, under the
+ * lock this file defines (io/cufile_layer.h).
+ *
  * The shim links no cuFile library: real functions are found at the first call
  * (src/symbols.c), including in a libcufile loaded RTLD_LOCAL. */
 #include "config.h"
@@ -26,12 +29,13 @@
 #include "stats.h"
 #include "symbols.h"
 #include "cufile_types.h"
+#include "cufile_layer.h"
+#include "cufile_handles.h"
 #include "dio.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,32 +59,13 @@ static long hooked_opens;
 
 /* Inside a call to the real library: its calls to its own exports land in our
  * hooks through the PLT and must go straight back (regression:
- * cufile_reentry_from_driver_close, which deadlocked on `mu`). */
+ * cufile_reentry_from_driver_close, which deadlocked on dsp_cufile_mu). */
 static DSP_TLS int inside;
 static _Atomic size_t register_max; /* DSP_CUFILE_REGISTER_MAX, set at resolution */
 
-/* One lock for the layer's tables, never held across a call into libcufile
- * (docs/design.md, "Locks"): a library that calls back into the shim from
- * another thread and joins it would deadlock (regression:
- * cufile_calls_back_from_another_thread). A registration being made or
- * released is an entry marked pending or dying meanwhile, which no other
- * thread uses or registers over; reads and writes hold a use count. */
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-
-/* Handles the application registered (fixed tables: no allocation here). */
-#define NHANDLES 1024
-struct handle {
-    CUfileHandle_t h; /* NULL: free slot */
-    int fd;           /* the application's */
-    int bfd;          /* a buffered descriptor of the same file: -1 none yet, -2 refused */
-    int busy;         /* host I/O of ours in progress */
-    int dying;
-    int align_ok;
-    struct dsp_dio_align align;
-};
-static struct handle handles[NHANDLES];
-static int handles_used; /* slots fill from the low end: none in use at or past this */
+/* io/cufile_layer.h says what they guard. */
+pthread_mutex_t dsp_cufile_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t dsp_cufile_idle = PTHREAD_COND_INITIALIZER;
 
 /* Device allocations the shim registered (or failed to: `failed`, so the
  * registration is not retried on every call). */
@@ -92,7 +77,7 @@ struct entry {
     uint64_t used;         /* LRU clock */
     int inflight;          /* real reads and writes using the registration now */
     int dying, failed;
-    int pending;       /* the shim's cuFileBufRegister of it is in progress, outside mu */
+    int pending;       /* the shim's cuFileBufRegister of it is in progress, outside the lock */
     uint64_t close_at; /* close_gen when that registration started */
 };
 static struct entry entries[NENTRIES];
@@ -110,23 +95,20 @@ static struct {
 static int napp, app_overflow;
 
 static void fork_prepare(void) {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
 }
 static void fork_parent(void) {
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
 }
 static struct dsp_layer layer; /* below */
 static void fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
-    mu = fresh;
-    idle = fresh_cond;
+    dsp_cufile_mu = fresh;
+    dsp_cufile_idle = fresh_cond;
     /* CUDA and cuFile do not survive fork: the child passes every call
      * through, and closes the descriptors the shim opened. */
-    for (int i = 0; i < NHANDLES; i++)
-        if (handles[i].h && handles[i].bfd >= 0) close(handles[i].bfd);
-    for (int i = 0; i < NHANDLES; i++) handles[i] = (struct handle){0};
-    handles_used = 0;
+    dsp_cufile_handles_reset();
     for (int i = 0; i < NENTRIES; i++) entries[i] = (struct entry){0};
     registered_bytes = 0;
     closing = 0;
@@ -208,24 +190,6 @@ static int missing(const char *name) {
         r_;                                                                                        \
     })
 
-/* ---- handles ---- */
-
-static struct handle *handle_find(CUfileHandle_t h) {
-    for (int i = 0; h && i < handles_used; i++)
-        if (handles[i].h == h) return &handles[i];
-    return NULL;
-}
-
-/* Under mu: waits until no host I/O of ours uses the handle, then forgets it
- * and closes the descriptor the shim opened. */
-static void handle_drop(struct handle *hd) {
-    hd->dying = 1;
-    while (hd->busy) pthread_cond_wait(&idle, &mu);
-    if (hd->bfd >= 0) close(hd->bfd);
-    *hd = (struct handle){0};
-    pthread_cond_broadcast(&idle);
-}
-
 /* ---- device registrations ---- */
 
 static int overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen) {
@@ -238,27 +202,27 @@ static int app_overlap(uintptr_t base, size_t len) {
     return 0;
 }
 
-/* Under mu, which it drops around the real cuFileBufDeregister: waits until
+/* Under dsp_cufile_mu, which it drops around the real cuFileBufDeregister: waits until
  * no call uses the registration, then releases it. The entry stays, dying,
  * until the library has answered; the table may have changed meanwhile, so
  * the caller looks at it again. */
 static void entry_drop(struct entry *e) {
     e->dying = 1;
-    while (e->inflight) pthread_cond_wait(&idle, &mu);
+    while (e->inflight) pthread_cond_wait(&dsp_cufile_idle, &dsp_cufile_mu);
     if (!e->failed) {
         uintptr_t base = e->base;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&dsp_cufile_mu);
         CUfileError_t rc = CALL(BufDeregister, (const void *)base);
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
         if (rc.err != CU_FILE_SUCCESS)
             dsp_debug("cuFileBufDeregister of a registration of the shim's: error %d", rc.err);
         registered_bytes -= e->len;
     }
     *e = (struct entry){0};
-    pthread_cond_broadcast(&idle); /* for those waiting on a dying entry */
+    pthread_cond_broadcast(&dsp_cufile_idle); /* for those waiting on a dying entry */
 }
 
-/* Under mu: the least recently used idle registration, or NULL. */
+/* Under dsp_cufile_mu: the least recently used idle registration, or NULL. */
 static struct entry *lru_victim(void) {
     struct entry *v = NULL;
     for (int i = 0; i < NENTRIES; i++) {
@@ -304,7 +268,7 @@ static struct entry *device_acquire(uintptr_t p, size_t size) {
     struct devbuf d;
     size_t max = atomic_load_explicit(&register_max, memory_order_relaxed);
     if (!max || !device_buffer(p, size, &d) || d.len > max) return NULL;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
     struct entry *got = NULL;
 again:
     /* The application's own, or a close under way: nothing registered now. */
@@ -349,11 +313,11 @@ again:
                            .pending = 1,
                            .close_at = close_gen};
     registered_bytes += d.len;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = CALL(BufRegister, (const void *)d.start, d.len, 0);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
     slot->pending = 0;
-    pthread_cond_broadcast(&idle); /* for an application registration waiting on it */
+    pthread_cond_broadcast(&dsp_cufile_idle); /* for an application registration waiting on it */
     if (rc.err != CU_FILE_SUCCESS) registered_bytes -= d.len;
     if (rc.err == CU_FILE_DRIVER_NOT_INITIALIZED || rc.err == CU_FILE_DRIVER_CLOSING) {
         /* Not the allocation's fault: try again at the next call. */
@@ -381,14 +345,8 @@ use:
     got->used = ++lru_clock;
     got->inflight++;
 out:
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     return got;
-}
-
-static void release(int *count) {
-    pthread_mutex_lock(&mu);
-    if (--*count == 0) pthread_cond_broadcast(&idle);
-    pthread_mutex_unlock(&mu);
 }
 
 /* ---- host memory: the I/O done here ---- */
@@ -416,10 +374,10 @@ static size_t xfer(int fd, int wr, char *p, size_t n, off_t off, int *err) {
 /* A descriptor of hd's file without O_DIRECT, for misaligned pieces: opened
  * once per handle from /proc/self/fd, with the same access mode and sync
  * flags. -1 when that is refused. */
-static int buffered_fd(struct handle *hd, int fl) {
-    pthread_mutex_lock(&mu);
+static int buffered_fd(struct dsp_cufile_handle *hd, int fl) {
+    pthread_mutex_lock(&dsp_cufile_mu);
     int bfd = hd->bfd;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     if (bfd >= 0) return bfd;
     if (bfd == -2) return -1;
     char path[64];
@@ -432,21 +390,21 @@ static int buffered_fd(struct handle *hd, int fl) {
                  "into pinned memory goes to cuFile",
                  hd->fd, errno);
     errno = saved;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
     if (hd->bfd >= 0) { /* another thread was faster */
         if (nfd >= 0) close(nfd);
     } else {
         hd->bfd = nfd >= 0 ? nfd : -2;
     }
     bfd = hd->bfd;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     return bfd >= 0 ? bfd : -1;
 }
 
 /* Reads or writes [p, p+size) at off on hd's file. Returns what cuFileRead or
  * cuFileWrite would (bytes; -1 with errno), or -2 when nothing was done and the
  * call must go to the real library. */
-static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t off) {
+static ssize_t host_io(struct dsp_cufile_handle *hd, int wr, char *p, size_t size, off_t off) {
     int saved = errno;
     int fl = fcntl(hd->fd, F_GETFL);
     errno = saved;
@@ -459,16 +417,16 @@ static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t of
     struct dsp_dio_align a = {0, 0};
     if (fl & O_DIRECT) {
         /* A file's alignment does not change: asked once per handle. */
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
         int known = hd->align_ok;
         a = hd->align;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&dsp_cufile_mu);
         if (!known) {
             if (dsp_dio_align(hd->fd, &a) != 0) return -2;
-            pthread_mutex_lock(&mu);
+            pthread_mutex_lock(&dsp_cufile_mu);
             hd->align = a;
             hd->align_ok = 1;
-            pthread_mutex_unlock(&mu);
+            pthread_mutex_unlock(&dsp_cufile_mu);
         }
         size_t A = a.mem > a.off ? a.mem : a.off;
         /* Direct only where buffer and file offset can both be aligned. */
@@ -539,16 +497,16 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
         goto pass; /* cuFile's own answer */
     uintptr_t p = (uintptr_t)base + (uintptr_t)buf_off;
     if (dsp_reg_contains(p, size)) {
-        pthread_mutex_lock(&mu);
-        struct handle *hd = handle_find(fh);
+        pthread_mutex_lock(&dsp_cufile_mu);
+        struct dsp_cufile_handle *hd = dsp_cufile_handle_find(fh);
         int mine = hd && !hd->dying && !app_overflow && !app_overlap((uintptr_t)base, 1) &&
                    !app_overlap(p, size);
         if (mine) hd->busy++;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&dsp_cufile_mu);
         if (!mine) goto pass;
         ssize_t r = host_io(hd, wr, (char *)p, size, file_off);
         int saved = errno;
-        release(&hd->busy);
+        dsp_cufile_release(&hd->busy);
         errno = saved;
         if (r != -2) {
             dsp_stat_add(DSP_ST_cufile_direct_host, 1);
@@ -566,7 +524,7 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
         ssize_t r = wr ? CALL(Write, fh, (const void *)e->base, size, file_off, rebased)
                        : CALL(Read, fh, (void *)e->base, size, file_off, rebased);
         int saved = errno;
-        release(&e->inflight);
+        dsp_cufile_release(&e->inflight);
         errno = saved;
         return r;
     }
@@ -598,11 +556,11 @@ DSP_API CUfileError_t cuFileDriverOpen(void) {
     CUfileError_t rc = CALL(DriverOpen);
     if (on && rc.err == CU_FILE_SUCCESS) {
         /* Registrations that failed before may work with the driver open. */
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
         hooked_opens++;
         for (int i = 0; i < NENTRIES; i++)
             if (entries[i].base && entries[i].failed && !entries[i].inflight) entries[i].base = 0;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
 }
@@ -619,7 +577,7 @@ static CUfileError_t driver_close(int v2) {
              : HAVE(DriverClose, "cuFileDriverClose")))
         return NOT_INIT;
     if (!on) return v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
     closing++;
 again:
     for (int i = 0; i < NENTRIES; i++)
@@ -627,7 +585,7 @@ again:
             entry_drop(&entries[i]);
             goto again;
         }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
     /* cuFile counts opens: handles and the application's registrations end
      * only with the last close (review: one user's close made another's
@@ -638,7 +596,7 @@ again:
         still_open = real_use_count();
         inside--;
     }
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
     closing--;
     if (rc.err == CU_FILE_SUCCESS) {
         close_gen++;
@@ -646,12 +604,11 @@ again:
     }
     if (!real_use_count) still_open = hooked_opens;
     if (rc.err == CU_FILE_SUCCESS && still_open <= 0) {
-        for (int i = 0; i < NHANDLES; i++)
-            if (handles[i].h && !handles[i].dying) handle_drop(&handles[i]);
+        dsp_cufile_handles_drop_all();
         napp = 0;
         app_overflow = 0;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     return rc;
 }
 
@@ -671,29 +628,18 @@ DSP_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *de
     if (!on || rc.err != CU_FILE_SUCCESS || !fh || !*fh || !descr ||
         descr->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
         return rc;
-    pthread_mutex_lock(&mu);
-    struct handle *hd = handle_find(*fh); /* a stale record of a reused handle */
-    if (hd && !hd->dying) handle_drop(hd);
-    hd = NULL;
-    for (int i = 0; i < NHANDLES && !hd; i++)
-        if (!handles[i].h) hd = &handles[i];
-    if (hd) {
-        *hd = (struct handle){.h = *fh, .fd = descr->handle.fd, .bfd = -1};
-        if (hd - handles >= handles_used) handles_used = (int)(hd - handles) + 1;
-    } else
-        dsp_once(DSP_LOG_WARN,
-                 "more than %d cuFile handles: I/O on the others goes to cuFile unchanged",
-                 NHANDLES);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
+    dsp_cufile_handle_add(*fh, descr->handle.fd);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     return rc;
 }
 
 DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
     if (serving()) {
-        pthread_mutex_lock(&mu);
-        struct handle *hd = handle_find(fh);
-        if (hd && !hd->dying) handle_drop(hd);
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
+        struct dsp_cufile_handle *hd = dsp_cufile_handle_find(fh);
+        if (hd && !hd->dying) dsp_cufile_handle_drop(hd);
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     if (!HAVE(HandleDeregister, "cuFileHandleDeregister")) return;
     inside++;
@@ -701,7 +647,7 @@ DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
     inside--;
 }
 
-/* Removes one record of the application's registration at base (under mu). */
+/* Removes one record of the application's registration at base (under dsp_cufile_mu). */
 static void app_forget(uintptr_t base) {
     for (int i = 0; i < napp; i++)
         if (app[i].base == base) {
@@ -714,7 +660,7 @@ static void app_forget(uintptr_t base) {
  * overlaps it is released first, so the application gets exactly the answer it
  * would get without the shim, and owns the registration from then on. The
  * range is recorded as the application's before the real call (made without
- * mu), so the shim registers nothing over it meanwhile; forgotten again if the
+ * dsp_cufile_mu), so the shim registers nothing over it meanwhile; forgotten again if the
  * call fails. A full table sets app_overflow for good, even if the call then
  * fails: the shim registers nothing more, which is never wrong. */
 DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags) {
@@ -723,7 +669,7 @@ DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags)
     int on = serving();
     if (!HAVE(BufRegister, "cuFileBufRegister")) return NOT_INIT;
     if (!on || !base || !len) return CALL(BufRegister, base, len, flags);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
     int recorded = napp < NAPP;
     if (recorded) {
         app[napp].base = (uintptr_t)base;
@@ -743,17 +689,17 @@ again:
         /* Being registered or released by another thread: the application's
          * call must come after it, as it would without the shim. */
         if (e->dying || e->pending)
-            pthread_cond_wait(&idle, &mu);
+            pthread_cond_wait(&dsp_cufile_idle, &dsp_cufile_mu);
         else
             entry_drop(e);
         goto again;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = CALL(BufRegister, base, len, flags);
     if (rc.err != CU_FILE_SUCCESS && recorded) {
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
         app_forget((uintptr_t)base);
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
 }
@@ -767,23 +713,23 @@ DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
     int on = serving(); /* resolves: this may be the first cuFile call */
     if (!HAVE(BufDeregister, "cuFileBufDeregister")) return NOT_INIT;
     if (!on || !base) return CALL(BufDeregister, base);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
     int a = -1;
     for (int i = 0; i < napp && a < 0; i++)
         if (app[i].base == (uintptr_t)base) a = i;
     if (a < 0) {
         for (int i = 0; i < NENTRIES; i++)
             if (entries[i].base == (uintptr_t)base && !entries[i].failed && !entries[i].dying) {
-                pthread_mutex_unlock(&mu);
+                pthread_mutex_unlock(&dsp_cufile_mu);
                 return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
             }
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = CALL(BufDeregister, base);
     if (rc.err == CU_FILE_SUCCESS && a >= 0) {
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
         app_forget((uintptr_t)base);
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
 }

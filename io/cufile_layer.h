@@ -1,0 +1,30 @@
+/* What the cuFile layer's files share (docs/io.md, "cuFile (GPUDirect
+ * Storage)"): the one lock over their tables. io/cufile.c defines it; the
+ * table of the application's handles is io/cufile_handles.c. */
+#ifndef DSP_CUFILE_LAYER_H
+#define DSP_CUFILE_LAYER_H
+
+#include "cufile_types.h"
+
+#include <pthread.h>
+
+/* One lock for the layer's tables, never held across a call into libcufile
+ * (docs/design.md, "Locks"): a library that calls back into the shim from
+ * another thread and joins it would deadlock (regression:
+ * cufile_calls_back_from_another_thread). A registration being made or
+ * released is an entry marked pending or dying meanwhile, which no other
+ * thread uses or registers over; reads and writes hold a use count. Waiters
+ * for a use count to end, or for a pending or dying entry, wait on
+ * dsp_cufile_idle. */
+extern pthread_mutex_t dsp_cufile_mu;
+extern pthread_cond_t dsp_cufile_idle;
+
+/* Ends one use (a handle's host I/O, a registration's real read or write):
+ * the last one wakes those waiting to drop it. */
+static inline void dsp_cufile_release(int *count) {
+    pthread_mutex_lock(&dsp_cufile_mu);
+    if (--*count == 0) pthread_cond_broadcast(&dsp_cufile_idle);
+    pthread_mutex_unlock(&dsp_cufile_mu);
+}
+
+#endif
