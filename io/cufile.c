@@ -9,7 +9,7 @@
  * - A device buffer that is not registered gets its whole allocation
  *   registered with the real cuFileBufRegister once, kept in a cache bounded
  *   by DSP_CUFILE_REGISTER_MAX (least recently used released first), so the
- *   real library reads into it without staging.
+ *   real library reads into it without staging (io/cufile_reg.c).
  * - Everything else, and everything that fails here, goes to the real library
  *   with the caller's arguments. Calls libcufile makes to its own exports (it
  *   calls some through the PLT) pass straight through.
@@ -24,13 +24,13 @@
 #include "fork.h"
 #include "internal.h"
 #include "log.h"
-#include "manager.h"
 #include "registry.h"
 #include "stats.h"
 #include "symbols.h"
 #include "cufile_types.h"
 #include "cufile_layer.h"
 #include "cufile_handles.h"
+#include "cufile_reg.h"
 #include "dio.h"
 
 #include <errno.h>
@@ -51,8 +51,6 @@ static struct {
     ssize_t (*Read)(CUfileHandle_t, void *, size_t, off_t, off_t);
     ssize_t (*Write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
 } real;
-/* libcuda's, to tell device memory from host memory and find its allocation. */
-static CUresult (*real_attrs)(unsigned, int *, void **, CUdeviceptr);
 /* cuFile's open count, where the library has it; else the opens the hooks saw. */
 static long (*real_use_count)(void);
 static long hooked_opens;
@@ -61,38 +59,10 @@ static long hooked_opens;
  * hooks through the PLT and must go straight back (regression:
  * cufile_reentry_from_driver_close, which deadlocked on dsp_cufile_mu). */
 static DSP_TLS int inside;
-static _Atomic size_t register_max; /* DSP_CUFILE_REGISTER_MAX, set at resolution */
 
 /* io/cufile_layer.h says what they guard. */
 pthread_mutex_t dsp_cufile_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t dsp_cufile_idle = PTHREAD_COND_INITIALIZER;
-
-/* Device allocations the shim registered (or failed to: `failed`, so the
- * registration is not retried on every call). */
-#define NENTRIES 512
-struct entry {
-    uintptr_t base; /* 0: free slot */
-    size_t len;
-    unsigned long long id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID: a freed and reused range differs */
-    uint64_t used;         /* LRU clock */
-    int inflight;          /* real reads and writes using the registration now */
-    int dying, failed;
-    int pending;       /* the shim's cuFileBufRegister of it is in progress, outside the lock */
-    uint64_t close_at; /* close_gen when that registration started */
-};
-static struct entry entries[NENTRIES];
-static size_t registered_bytes; /* pending registrations included: they hold their room */
-static uint64_t lru_clock;
-static int closing;        /* cuFileDriverClose calls in progress: no new registration */
-static uint64_t close_gen; /* successful closes so far */
-
-/* Ranges the application registered itself (exact bases, as cuFile wants). */
-#define NAPP 1024
-static struct {
-    uintptr_t base;
-    size_t len;
-} app[NAPP];
-static int napp, app_overflow;
 
 static void fork_prepare(void) {
     pthread_mutex_lock(&dsp_cufile_mu);
@@ -109,17 +79,13 @@ static void fork_child(void) {
     /* CUDA and cuFile do not survive fork: the child passes every call
      * through, and closes the descriptors the shim opened. */
     dsp_cufile_handles_reset();
-    for (int i = 0; i < NENTRIES; i++) entries[i] = (struct entry){0};
-    registered_bytes = 0;
-    closing = 0;
-    napp = 0;
+    dsp_cufile_reg_reset();
     if (atomic_load(&layer.mode) == DSP_LAYER_SERVING) dsp_layer_pass(&layer);
 }
 static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 static int start(void) {
-    atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
-                          memory_order_relaxed);
+    dsp_cufile_reg_start();
     return 1;
 }
 
@@ -150,16 +116,6 @@ static struct dsp_layer layer = {
     .start = start,
 };
 
-/* libcuda's cuPointerGetAttributes, looked up again until found: libcuda may
- * be loaded after libcufile. */
-static void resolve_attrs(void) {
-    if (!__atomic_load_n(&real_attrs, __ATOMIC_ACQUIRE))
-        __atomic_store_n(
-            &real_attrs,
-            (__typeof__(real_attrs))dsp_sym_next("cuPointerGetAttributes", "libcuda.so"),
-            __ATOMIC_RELEASE);
-}
-
 /* Every hook starts here: 1 to do the layer's work, 0 to pass the call
  * through (re-entered from the real library, DSP_CUFILE=off, forked child). */
 static inline int serving(void) {
@@ -167,7 +123,7 @@ static inline int serving(void) {
     int m = atomic_load_explicit(&layer.mode, memory_order_acquire);
     if (DSP_LIKELY(m == DSP_LAYER_SERVING)) return 1;
     if (m != DSP_LAYER_UNRESOLVED) return 0;
-    resolve_attrs();
+    dsp_cufile_resolve_attrs();
     return dsp_layer_resolve(&layer) == DSP_LAYER_SERVING;
 }
 
@@ -190,163 +146,12 @@ static int missing(const char *name) {
         r_;                                                                                        \
     })
 
-/* ---- device registrations ---- */
-
-static int overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen) {
-    return a < b + blen && b < a + alen;
+CUfileError_t dsp_cufile_real_buf_register(const void *base, size_t len, int flags) {
+    return CALL(BufRegister, base, len, flags);
 }
 
-static int app_overlap(uintptr_t base, size_t len) {
-    for (int i = 0; i < napp; i++)
-        if (overlaps(app[i].base, app[i].len, base, len)) return 1;
-    return 0;
-}
-
-/* Under dsp_cufile_mu, which it drops around the real cuFileBufDeregister: waits until
- * no call uses the registration, then releases it. The entry stays, dying,
- * until the library has answered; the table may have changed meanwhile, so
- * the caller looks at it again. */
-static void entry_drop(struct entry *e) {
-    e->dying = 1;
-    while (e->inflight) pthread_cond_wait(&dsp_cufile_idle, &dsp_cufile_mu);
-    if (!e->failed) {
-        uintptr_t base = e->base;
-        pthread_mutex_unlock(&dsp_cufile_mu);
-        CUfileError_t rc = CALL(BufDeregister, (const void *)base);
-        pthread_mutex_lock(&dsp_cufile_mu);
-        if (rc.err != CU_FILE_SUCCESS)
-            dsp_debug("cuFileBufDeregister of a registration of the shim's: error %d", rc.err);
-        registered_bytes -= e->len;
-    }
-    *e = (struct entry){0};
-    pthread_cond_broadcast(&dsp_cufile_idle); /* for those waiting on a dying entry */
-}
-
-/* Under dsp_cufile_mu: the least recently used idle registration, or NULL. */
-static struct entry *lru_victim(void) {
-    struct entry *v = NULL;
-    for (int i = 0; i < NENTRIES; i++) {
-        struct entry *e = &entries[i];
-        if (e->base && !e->dying && !e->pending && !e->inflight && (!v || e->used < v->used)) v = e;
-    }
-    return v;
-}
-
-struct devbuf {
-    uintptr_t start;
-    size_t len;
-    unsigned long long id;
-};
-
-/* The device allocation holding [p, p+size), asked the way cuFile itself asks
- * (the driver's pointer attributes): 1 and *d filled, else 0. */
-static int device_buffer(uintptr_t p, size_t size, struct devbuf *d) {
-    CUresult (*fn)(unsigned, int *, void **, CUdeviceptr) =
-        __atomic_load_n(&real_attrs, __ATOMIC_ACQUIRE);
-    if (!fn) return 0;
-    int at[5] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                 CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    unsigned type = 0;
-    CUdeviceptr start = 0;
-    size_t len = 0;
-    unsigned long long id = 0;
-    uint64_t managed = 0; /* a bool in the driver: any width reads right when zeroed */
-    void *data[5] = {&type, &start, &len, &id, &managed};
-    if (fn(5, at, data, (CUdeviceptr)p) != CUDA_SUCCESS) return 0;
-    if (type != CU_MEMORYTYPE_DEVICE || managed || !len || p < start || p - start > len ||
-        size > len - (p - start))
-        return 0;
-    *d = (struct devbuf){(uintptr_t)start, len, id};
-    return 1;
-}
-
-/* The registration to use for a call into [p, p+size): one of ours covering
- * its whole allocation (registered now if need be), its use count taken; or
- * NULL to pass the call through unchanged. */
-static struct entry *device_acquire(uintptr_t p, size_t size) {
-    struct devbuf d;
-    size_t max = atomic_load_explicit(&register_max, memory_order_relaxed);
-    if (!max || !device_buffer(p, size, &d) || d.len > max) return NULL;
-    pthread_mutex_lock(&dsp_cufile_mu);
-    struct entry *got = NULL;
-again:
-    /* The application's own, or a close under way: nothing registered now. */
-    if (closing || app_overflow || app_overlap(d.start, d.len)) goto out;
-    for (int i = 0; i < NENTRIES; i++) {
-        struct entry *e = &entries[i];
-        if (!e->base || !overlaps(e->base, e->len ? e->len : 1, d.start, d.len)) continue;
-        /* Being registered or released by another thread, which is inside
-         * the library: this call passes through rather than wait on it. */
-        if (e->dying || e->pending) goto out;
-        if (e->base == d.start && e->id == d.id && (e->len == d.len || e->failed)) {
-            if (e->failed) goto out;
-            got = e;
-            goto use;
-        }
-        /* The range was freed and allocated again (a new buffer id), or
-         * belongs to another allocation now: that registration is stale. */
-        entry_drop(e);
-        goto again;
-    }
-    /* Room: the least recently used idle registrations go first (each drop
-     * lets others in, so the table is read again after it). */
-    struct entry *slot = NULL;
-    if (registered_bytes + d.len > max) {
-        struct entry *v = lru_victim();
-        if (!v) goto out; /* everything is in use: this call passes through */
-        entry_drop(v);
-        goto again;
-    }
-    for (int i = 0; i < NENTRIES && !slot; i++)
-        if (!entries[i].base) slot = &entries[i];
-    if (!slot) {
-        struct entry *v = lru_victim();
-        if (!v) goto out;
-        entry_drop(v);
-        goto again;
-    }
-    *slot = (struct entry){.base = d.start,
-                           .len = d.len,
-                           .id = d.id,
-                           .used = ++lru_clock,
-                           .pending = 1,
-                           .close_at = close_gen};
-    registered_bytes += d.len;
-    pthread_mutex_unlock(&dsp_cufile_mu);
-    CUfileError_t rc = CALL(BufRegister, (const void *)d.start, d.len, 0);
-    pthread_mutex_lock(&dsp_cufile_mu);
-    slot->pending = 0;
-    pthread_cond_broadcast(&dsp_cufile_idle); /* for an application registration waiting on it */
-    if (rc.err != CU_FILE_SUCCESS) registered_bytes -= d.len;
-    if (rc.err == CU_FILE_DRIVER_NOT_INITIALIZED || rc.err == CU_FILE_DRIVER_CLOSING) {
-        /* Not the allocation's fault: try again at the next call. */
-        *slot = (struct entry){0};
-        goto out;
-    }
-    if (rc.err != CU_FILE_SUCCESS) {
-        slot->len = 0;
-        slot->failed = 1;
-        dsp_once(DSP_LOG_WARN,
-                 "cuFileBufRegister of a device allocation of %zu bytes failed (error %d, "
-                 "CUDA %d); calls into it go to cuFile unchanged",
-                 d.len, rc.err, rc.cu_err);
-        goto out;
-    }
-    if (slot->close_at != close_gen) {
-        /* The driver was closed meanwhile: whether that ended this
-         * registration is not known, so it is released, not kept. */
-        entry_drop(slot);
-        goto out;
-    }
-    dsp_stat_add(DSP_ST_cufile_autoregistered, 1);
-    got = slot;
-use:
-    got->used = ++lru_clock;
-    got->inflight++;
-out:
-    pthread_mutex_unlock(&dsp_cufile_mu);
-    return got;
+CUfileError_t dsp_cufile_real_buf_deregister(const void *base) {
+    return CALL(BufDeregister, base);
 }
 
 /* ---- host memory: the I/O done here ---- */
@@ -499,8 +304,8 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
     if (dsp_reg_contains(p, size)) {
         pthread_mutex_lock(&dsp_cufile_mu);
         struct dsp_cufile_handle *hd = dsp_cufile_handle_find(fh);
-        int mine = hd && !hd->dying && !app_overflow && !app_overlap((uintptr_t)base, 1) &&
-                   !app_overlap(p, size);
+        int mine = hd && !hd->dying && !dsp_cufile_app_may_own((uintptr_t)base, 1) &&
+                   !dsp_cufile_app_may_own(p, size);
         if (mine) hd->busy++;
         pthread_mutex_unlock(&dsp_cufile_mu);
         if (!mine) goto pass;
@@ -516,15 +321,16 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
         dsp_stat_add(DSP_ST_fallbacks, 1);
         goto pass;
     }
-    struct entry *e = device_acquire(p, size);
+    uintptr_t alloc_start;
+    struct dsp_cufile_reg *e = dsp_cufile_reg_acquire(p, size, &alloc_start);
     if (e) {
         /* cuFile finds a registration by its exact base: the call names the
          * allocation's start, with the same destination bytes. */
-        off_t rebased = (off_t)(p - e->base);
-        ssize_t r = wr ? CALL(Write, fh, (const void *)e->base, size, file_off, rebased)
-                       : CALL(Read, fh, (void *)e->base, size, file_off, rebased);
+        off_t rebased = (off_t)(p - alloc_start);
+        ssize_t r = wr ? CALL(Write, fh, (const void *)alloc_start, size, file_off, rebased)
+                       : CALL(Read, fh, (void *)alloc_start, size, file_off, rebased);
         int saved = errno;
-        dsp_cufile_release(&e->inflight);
+        dsp_cufile_reg_release(e);
         errno = saved;
         return r;
     }
@@ -551,15 +357,14 @@ DSP_API ssize_t cuFileWrite(CUfileHandle_t fh, const void *base, size_t size, of
 
 DSP_API CUfileError_t cuFileDriverOpen(void) {
     int on = serving();
-    if (on) resolve_attrs(); /* libcuda may have been loaded since */
+    if (on) dsp_cufile_resolve_attrs(); /* libcuda may have been loaded since */
     if (!HAVE(DriverOpen, "cuFileDriverOpen")) return NOT_INIT;
     CUfileError_t rc = CALL(DriverOpen);
     if (on && rc.err == CU_FILE_SUCCESS) {
         /* Registrations that failed before may work with the driver open. */
         pthread_mutex_lock(&dsp_cufile_mu);
         hooked_opens++;
-        for (int i = 0; i < NENTRIES; i++)
-            if (entries[i].base && entries[i].failed && !entries[i].inflight) entries[i].base = 0;
+        dsp_cufile_reg_retry_failed();
         pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
@@ -568,9 +373,10 @@ DSP_API CUfileError_t cuFileDriverOpen(void) {
 /* Closing the driver ends every registration and handle: the shim releases its
  * own registrations first, and forgets the application's. No lock is held
  * across the real close (the library deregisters what it still knows through
- * its own exports, which the re-entry guard passes through); `closing` keeps
- * new registrations of the shim's from starting meanwhile, and one that
- * started before is released when it ends (close_gen). */
+ * its own exports, which the re-entry guard passes through);
+ * dsp_cufile_reg_close_begin keeps new registrations of the shim's from
+ * starting meanwhile, and one that started before is released when it ends
+ * (io/cufile_reg.c: `closing`, `close_gen`). */
 static CUfileError_t driver_close(int v2) {
     int on = serving();
     if (!(v2 ? HAVE(DriverClose_v2, "cuFileDriverClose_v2")
@@ -578,13 +384,7 @@ static CUfileError_t driver_close(int v2) {
         return NOT_INIT;
     if (!on) return v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
     pthread_mutex_lock(&dsp_cufile_mu);
-    closing++;
-again:
-    for (int i = 0; i < NENTRIES; i++)
-        if (entries[i].base && !entries[i].dying && !entries[i].pending) {
-            entry_drop(&entries[i]);
-            goto again;
-        }
+    dsp_cufile_reg_close_begin();
     pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
     /* cuFile counts opens: handles and the application's registrations end
@@ -597,16 +397,12 @@ again:
         inside--;
     }
     pthread_mutex_lock(&dsp_cufile_mu);
-    closing--;
-    if (rc.err == CU_FILE_SUCCESS) {
-        close_gen++;
-        if (hooked_opens > 0) hooked_opens--;
-    }
+    dsp_cufile_reg_close_end(rc.err == CU_FILE_SUCCESS);
+    if (rc.err == CU_FILE_SUCCESS && hooked_opens > 0) hooked_opens--;
     if (!real_use_count) still_open = hooked_opens;
     if (rc.err == CU_FILE_SUCCESS && still_open <= 0) {
         dsp_cufile_handles_drop_all();
-        napp = 0;
-        app_overflow = 0;
+        dsp_cufile_app_forget_all();
     }
     pthread_mutex_unlock(&dsp_cufile_mu);
     return rc;
@@ -622,7 +418,7 @@ DSP_API CUfileError_t cuFileDriverClose_v2(void) {
 
 DSP_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr) {
     int on = serving();
-    if (on) resolve_attrs();
+    if (on) dsp_cufile_resolve_attrs();
     if (!HAVE(HandleRegister, "cuFileHandleRegister")) return NOT_INIT;
     CUfileError_t rc = CALL(HandleRegister, fh, descr);
     if (!on || rc.err != CU_FILE_SUCCESS || !fh || !*fh || !descr ||
@@ -647,22 +443,14 @@ DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
     inside--;
 }
 
-/* Removes one record of the application's registration at base (under dsp_cufile_mu). */
-static void app_forget(uintptr_t base) {
-    for (int i = 0; i < napp; i++)
-        if (app[i].base == base) {
-            app[i] = app[--napp];
-            return;
-        }
-}
-
 /* The application registers a buffer: any registration of the shim's that
  * overlaps it is released first, so the application gets exactly the answer it
  * would get without the shim, and owns the registration from then on. The
  * range is recorded as the application's before the real call (made without
- * dsp_cufile_mu), so the shim registers nothing over it meanwhile; forgotten again if the
- * call fails. A full table sets app_overflow for good, even if the call then
- * fails: the shim registers nothing more, which is never wrong. */
+ * dsp_cufile_mu), so the shim registers nothing over it meanwhile; forgotten
+ * again if the call fails. A full table sets app_overflow (io/cufile_reg.c)
+ * for good, even if the call then fails: the shim registers nothing more,
+ * which is never wrong. */
 DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags) {
     /* serving() first: it resolves the real functions, and this may be the
      * process's first cuFile call (recent libcufile opens the driver itself). */
@@ -670,35 +458,12 @@ DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags)
     if (!HAVE(BufRegister, "cuFileBufRegister")) return NOT_INIT;
     if (!on || !base || !len) return CALL(BufRegister, base, len, flags);
     pthread_mutex_lock(&dsp_cufile_mu);
-    int recorded = napp < NAPP;
-    if (recorded) {
-        app[napp].base = (uintptr_t)base;
-        app[napp].len = len;
-        napp++;
-    } else if (!app_overflow) {
-        app_overflow = 1; /* unknown registrations: register nothing more */
-        dsp_once(DSP_LOG_WARN,
-                 "more than %d buffers registered by the application: the shim "
-                 "registers no more device memory of its own",
-                 NAPP);
-    }
-again:
-    for (int i = 0; i < NENTRIES; i++) {
-        struct entry *e = &entries[i];
-        if (!e->base || !overlaps(e->base, e->len ? e->len : 1, (uintptr_t)base, len)) continue;
-        /* Being registered or released by another thread: the application's
-         * call must come after it, as it would without the shim. */
-        if (e->dying || e->pending)
-            pthread_cond_wait(&dsp_cufile_idle, &dsp_cufile_mu);
-        else
-            entry_drop(e);
-        goto again;
-    }
+    int recorded = dsp_cufile_app_register((uintptr_t)base, len);
     pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = CALL(BufRegister, base, len, flags);
     if (rc.err != CU_FILE_SUCCESS && recorded) {
         pthread_mutex_lock(&dsp_cufile_mu);
-        app_forget((uintptr_t)base);
+        dsp_cufile_app_forget((uintptr_t)base);
         pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
@@ -714,21 +479,14 @@ DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
     if (!HAVE(BufDeregister, "cuFileBufDeregister")) return NOT_INIT;
     if (!on || !base) return CALL(BufDeregister, base);
     pthread_mutex_lock(&dsp_cufile_mu);
-    int a = -1;
-    for (int i = 0; i < napp && a < 0; i++)
-        if (app[i].base == (uintptr_t)base) a = i;
-    if (a < 0) {
-        for (int i = 0; i < NENTRIES; i++)
-            if (entries[i].base == (uintptr_t)base && !entries[i].failed && !entries[i].dying) {
-                pthread_mutex_unlock(&dsp_cufile_mu);
-                return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
-            }
-    }
+    int apps = dsp_cufile_app_has((uintptr_t)base);
+    int shims_only = !apps && dsp_cufile_reg_has((uintptr_t)base);
     pthread_mutex_unlock(&dsp_cufile_mu);
+    if (shims_only) return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
     CUfileError_t rc = CALL(BufDeregister, base);
-    if (rc.err == CU_FILE_SUCCESS && a >= 0) {
+    if (rc.err == CU_FILE_SUCCESS && apps) {
         pthread_mutex_lock(&dsp_cufile_mu);
-        app_forget((uintptr_t)base);
+        dsp_cufile_app_forget((uintptr_t)base);
         pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;

@@ -1,6 +1,8 @@
 /* What the cuFile layer's files share (docs/io.md, "cuFile (GPUDirect
- * Storage)"): the one lock over their tables. io/cufile.c defines it; the
- * table of the application's handles is io/cufile_handles.c. */
+ * Storage)"): the one lock over their tables, and the real library's
+ * registration calls, made with the re-entry guard set. io/cufile.c defines
+ * them; the tables themselves are io/cufile_handles.c (the application's
+ * handles) and io/cufile_reg.c (device-buffer registrations). */
 #ifndef DSP_CUFILE_LAYER_H
 #define DSP_CUFILE_LAYER_H
 
@@ -26,5 +28,12 @@ static inline void dsp_cufile_release(int *count) {
     if (--*count == 0) pthread_cond_broadcast(&dsp_cufile_idle);
     pthread_mutex_unlock(&dsp_cufile_mu);
 }
+
+/* The real cuFileBufRegister and cuFileBufDeregister, for the shim's own
+ * registrations: called without dsp_cufile_mu, through the re-entry guard
+ * (its calls to its own exports pass straight through). Only while the layer
+ * serves, when both are known. */
+CUfileError_t dsp_cufile_real_buf_register(const void *base, size_t len, int flags);
+CUfileError_t dsp_cufile_real_buf_deregister(const void *base);
 
 #endif
