@@ -2,7 +2,8 @@
  * Storage)"): the one lock over their tables, and the real library's
  * registration calls, made with the re-entry guard set. io/cufile.c defines
  * them; the tables themselves are io/cufile_handles.c (the application's
- * handles) and io/cufile_reg.c (device-buffer registrations). */
+ * handles) and io/cufile_reg.c (device-buffer registrations), the I/O done
+ * without cuFile io/cufile_host.c. */
 #ifndef DSP_CUFILE_LAYER_H
 #define DSP_CUFILE_LAYER_H
 
