@@ -1,8 +1,8 @@
 /* The cuFile handles the application registered, as the hooks saw them: the
  * fd behind each, and what the shim's own host I/O on it keeps (a buffered
  * descriptor of the same file, the file's O_DIRECT alignment). A fixed table:
- * no allocation. Everything here is called under dsp_cufile_mu
- * (io/cufile_layer.h). */
+ * no allocation. Called under dsp_cufile_mu (io/cufile_layer.h), but for
+ * dsp_cufile_handles_reset. */
 #ifndef DSP_CUFILE_HANDLES_H
 #define DSP_CUFILE_HANDLES_H
 

@@ -127,9 +127,6 @@ static int device_buffer(uintptr_t p, size_t size, struct devbuf *d) {
     return 1;
 }
 
-/* The registration to use for a call into [p, p+size): one of ours covering
- * its whole allocation (registered now if need be), its use count taken; or
- * NULL to pass the call through unchanged. */
 struct dsp_cufile_reg *dsp_cufile_reg_acquire(uintptr_t p, size_t size, uintptr_t *base) {
     struct devbuf d;
     size_t max = atomic_load_explicit(&register_max, memory_order_relaxed);

@@ -31,18 +31,19 @@ struct dsp_cufile_reg *dsp_cufile_reg_acquire(uintptr_t p, size_t size, uintptr_
 /* Takes the lock itself: ends the use dsp_cufile_reg_acquire took. */
 void dsp_cufile_reg_release(struct dsp_cufile_reg *r);
 
-/* A registration of the shim's at exactly base, in use or idle. */
+/* The shim holds, or is making, a registration at exactly base (not one
+ * that failed or is being released). */
 int dsp_cufile_reg_has(uintptr_t base);
 
 /* The driver opened: registrations that failed before may work now. */
 void dsp_cufile_reg_retry_failed(void);
 
 /* A cuFileDriverClose starts: no new registration of the shim's until
- * dsp_cufile_reg_close_end, and every one now idle or in use is released
- * (those being made end at close_end's check). */
+ * dsp_cufile_reg_close_end, and every one made is released (after the calls
+ * using it end); one being made is left to the thread making it. */
 void dsp_cufile_reg_close_begin(void);
-/* ... and has answered (ok: closed); a registration that started before a
- * successful close is released when it ends, not kept. */
+/* ... and has answered (ok: it closed the driver). A registration being made
+ * across a successful close is released once made, not kept. */
 void dsp_cufile_reg_close_end(int ok);
 
 /* ---- the application's registrations ---- */
@@ -66,7 +67,8 @@ void dsp_cufile_app_forget(uintptr_t base);
 /* The driver's last close ended them all. */
 void dsp_cufile_app_forget_all(void);
 
-/* In a forked child: forgets every registration, waiting for nothing. */
+/* In a forked child (no lock): forgets every registration, waiting for
+ * nothing. */
 void dsp_cufile_reg_reset(void);
 
 #endif
