@@ -1,40 +1,40 @@
 /* cuFile (GPUDirect Storage) hooks. docs/io.md explains each decision.
  *
  * - cuFileRead/cuFileWrite into host memory the manager holds as pinned (a
- *   block, or a range registered with cudaHostRegister) are done here with
- *   pread/pwrite on the handle's file, straight into the caller's buffer:
- *   cuFile would stage them through its own bounce buffers. An fd opened with
- *   O_DIRECT keeps it for the aligned middle; a misaligned head or tail goes
- *   through a buffered descriptor of the same file.
+ *   block, or a range registered with cudaHostRegister) are done by the shim
+ *   with pread/pwrite on the handle's file, straight into the caller's buffer
+ *   (io/cufile_host.c): cuFile would stage them through its own bounce
+ *   buffers.
  * - A device buffer that is not registered gets its whole allocation
  *   registered with the real cuFileBufRegister once, kept in a cache bounded
  *   by DSP_CUFILE_REGISTER_MAX (least recently used released first), so the
- *   real library reads into it without staging.
+ *   real library reads into it without staging (io/cufile_reg.c).
  * - Everything else, and everything that fails here, goes to the real library
  *   with the caller's arguments. Calls libcufile makes to its own exports (it
  *   calls some through the PLT) pass straight through.
  *
+ * This file holds the hooks, the resolution of the real library, the lock the
+ * layer's files share and its fork handlers; the handles the application
+ * registered are io/cufile_handles.c.
+ *
  * The shim links no cuFile library: real functions are found at the first call
  * (src/symbols.c), including in a libcufile loaded RTLD_LOCAL. */
 #include "config.h"
-#include "fmt.h"
 #include "fork.h"
 #include "internal.h"
 #include "log.h"
-#include "manager.h"
 #include "registry.h"
 #include "stats.h"
 #include "symbols.h"
 #include "cufile_types.h"
-#include "dio.h"
+#include "cufile_layer.h"
+#include "cufile_handles.h"
+#include "cufile_reg.h"
+#include "cufile_host.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static struct {
     CUfileError_t (*DriverOpen)(void);
@@ -47,97 +47,41 @@ static struct {
     ssize_t (*Read)(CUfileHandle_t, void *, size_t, off_t, off_t);
     ssize_t (*Write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
 } real;
-/* libcuda's, to tell device memory from host memory and find its allocation. */
-static CUresult (*real_attrs)(unsigned, int *, void **, CUdeviceptr);
 /* cuFile's open count, where the library has it; else the opens the hooks saw. */
 static long (*real_use_count)(void);
 static long hooked_opens;
 
 /* Inside a call to the real library: its calls to its own exports land in our
  * hooks through the PLT and must go straight back (regression:
- * cufile_reentry_from_driver_close, which deadlocked on `mu`). */
+ * cufile_reentry_from_driver_close, which deadlocked on dsp_cufile_mu). */
 static DSP_TLS int inside;
-static _Atomic size_t register_max; /* DSP_CUFILE_REGISTER_MAX, set at resolution */
 
-/* One lock for the layer's tables, never held across a call into libcufile
- * (docs/design.md, "Locks"): a library that calls back into the shim from
- * another thread and joins it would deadlock (regression:
- * cufile_calls_back_from_another_thread). A registration being made or
- * released is an entry marked pending or dying meanwhile, which no other
- * thread uses or registers over; reads and writes hold a use count. */
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-
-/* Handles the application registered (fixed tables: no allocation here). */
-#define NHANDLES 1024
-struct handle {
-    CUfileHandle_t h; /* NULL: free slot */
-    int fd;           /* the application's */
-    int bfd;          /* a buffered descriptor of the same file: -1 none yet, -2 refused */
-    int busy;         /* host I/O of ours in progress */
-    int dying;
-    int align_ok;
-    struct dsp_dio_align align;
-};
-static struct handle handles[NHANDLES];
-static int handles_used; /* slots fill from the low end: none in use at or past this */
-
-/* Device allocations the shim registered (or failed to: `failed`, so the
- * registration is not retried on every call). */
-#define NENTRIES 512
-struct entry {
-    uintptr_t base; /* 0: free slot */
-    size_t len;
-    unsigned long long id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID: a freed and reused range differs */
-    uint64_t used;         /* LRU clock */
-    int inflight;          /* real reads and writes using the registration now */
-    int dying, failed;
-    int pending;       /* the shim's cuFileBufRegister of it is in progress, outside mu */
-    uint64_t close_at; /* close_gen when that registration started */
-};
-static struct entry entries[NENTRIES];
-static size_t registered_bytes; /* pending registrations included: they hold their room */
-static uint64_t lru_clock;
-static int closing;        /* cuFileDriverClose calls in progress: no new registration */
-static uint64_t close_gen; /* successful closes so far */
-
-/* Ranges the application registered itself (exact bases, as cuFile wants). */
-#define NAPP 1024
-static struct {
-    uintptr_t base;
-    size_t len;
-} app[NAPP];
-static int napp, app_overflow;
+/* io/cufile_layer.h says what they guard. */
+pthread_mutex_t dsp_cufile_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t dsp_cufile_idle = PTHREAD_COND_INITIALIZER;
 
 static void fork_prepare(void) {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
 }
 static void fork_parent(void) {
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
 }
 static struct dsp_layer layer; /* below */
 static void fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
-    mu = fresh;
-    idle = fresh_cond;
+    dsp_cufile_mu = fresh;
+    dsp_cufile_idle = fresh_cond;
     /* CUDA and cuFile do not survive fork: the child passes every call
      * through, and closes the descriptors the shim opened. */
-    for (int i = 0; i < NHANDLES; i++)
-        if (handles[i].h && handles[i].bfd >= 0) close(handles[i].bfd);
-    for (int i = 0; i < NHANDLES; i++) handles[i] = (struct handle){0};
-    handles_used = 0;
-    for (int i = 0; i < NENTRIES; i++) entries[i] = (struct entry){0};
-    registered_bytes = 0;
-    closing = 0;
-    napp = 0;
+    dsp_cufile_handles_reset();
+    dsp_cufile_reg_reset();
     if (atomic_load(&layer.mode) == DSP_LAYER_SERVING) dsp_layer_pass(&layer);
 }
 static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 static int start(void) {
-    atomic_store_explicit(&register_max, (size_t)dsp_opt(DSP_OPT_CUFILE_REGISTER_MAX),
-                          memory_order_relaxed);
+    dsp_cufile_reg_start();
     return 1;
 }
 
@@ -168,16 +112,6 @@ static struct dsp_layer layer = {
     .start = start,
 };
 
-/* libcuda's cuPointerGetAttributes, looked up again until found: libcuda may
- * be loaded after libcufile. */
-static void resolve_attrs(void) {
-    if (!__atomic_load_n(&real_attrs, __ATOMIC_ACQUIRE))
-        __atomic_store_n(
-            &real_attrs,
-            (__typeof__(real_attrs))dsp_sym_next("cuPointerGetAttributes", "libcuda.so"),
-            __ATOMIC_RELEASE);
-}
-
 /* Every hook starts here: 1 to do the layer's work, 0 to pass the call
  * through (re-entered from the real library, DSP_CUFILE=off, forked child). */
 static inline int serving(void) {
@@ -185,7 +119,7 @@ static inline int serving(void) {
     int m = atomic_load_explicit(&layer.mode, memory_order_acquire);
     if (DSP_LIKELY(m == DSP_LAYER_SERVING)) return 1;
     if (m != DSP_LAYER_UNRESOLVED) return 0;
-    resolve_attrs();
+    dsp_cufile_resolve_attrs();
     return dsp_layer_resolve(&layer) == DSP_LAYER_SERVING;
 }
 
@@ -208,325 +142,12 @@ static int missing(const char *name) {
         r_;                                                                                        \
     })
 
-/* ---- handles ---- */
-
-static struct handle *handle_find(CUfileHandle_t h) {
-    for (int i = 0; h && i < handles_used; i++)
-        if (handles[i].h == h) return &handles[i];
-    return NULL;
+CUfileError_t dsp_cufile_real_buf_register(const void *base, size_t len, int flags) {
+    return CALL(BufRegister, base, len, flags);
 }
 
-/* Under mu: waits until no host I/O of ours uses the handle, then forgets it
- * and closes the descriptor the shim opened. */
-static void handle_drop(struct handle *hd) {
-    hd->dying = 1;
-    while (hd->busy) pthread_cond_wait(&idle, &mu);
-    if (hd->bfd >= 0) close(hd->bfd);
-    *hd = (struct handle){0};
-    pthread_cond_broadcast(&idle);
-}
-
-/* ---- device registrations ---- */
-
-static int overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen) {
-    return a < b + blen && b < a + alen;
-}
-
-static int app_overlap(uintptr_t base, size_t len) {
-    for (int i = 0; i < napp; i++)
-        if (overlaps(app[i].base, app[i].len, base, len)) return 1;
-    return 0;
-}
-
-/* Under mu, which it drops around the real cuFileBufDeregister: waits until
- * no call uses the registration, then releases it. The entry stays, dying,
- * until the library has answered; the table may have changed meanwhile, so
- * the caller looks at it again. */
-static void entry_drop(struct entry *e) {
-    e->dying = 1;
-    while (e->inflight) pthread_cond_wait(&idle, &mu);
-    if (!e->failed) {
-        uintptr_t base = e->base;
-        pthread_mutex_unlock(&mu);
-        CUfileError_t rc = CALL(BufDeregister, (const void *)base);
-        pthread_mutex_lock(&mu);
-        if (rc.err != CU_FILE_SUCCESS)
-            dsp_debug("cuFileBufDeregister of a registration of the shim's: error %d", rc.err);
-        registered_bytes -= e->len;
-    }
-    *e = (struct entry){0};
-    pthread_cond_broadcast(&idle); /* for those waiting on a dying entry */
-}
-
-/* Under mu: the least recently used idle registration, or NULL. */
-static struct entry *lru_victim(void) {
-    struct entry *v = NULL;
-    for (int i = 0; i < NENTRIES; i++) {
-        struct entry *e = &entries[i];
-        if (e->base && !e->dying && !e->pending && !e->inflight && (!v || e->used < v->used)) v = e;
-    }
-    return v;
-}
-
-struct devbuf {
-    uintptr_t start;
-    size_t len;
-    unsigned long long id;
-};
-
-/* The device allocation holding [p, p+size), asked the way cuFile itself asks
- * (the driver's pointer attributes): 1 and *d filled, else 0. */
-static int device_buffer(uintptr_t p, size_t size, struct devbuf *d) {
-    CUresult (*fn)(unsigned, int *, void **, CUdeviceptr) =
-        __atomic_load_n(&real_attrs, __ATOMIC_ACQUIRE);
-    if (!fn) return 0;
-    int at[5] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                 CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    unsigned type = 0;
-    CUdeviceptr start = 0;
-    size_t len = 0;
-    unsigned long long id = 0;
-    uint64_t managed = 0; /* a bool in the driver: any width reads right when zeroed */
-    void *data[5] = {&type, &start, &len, &id, &managed};
-    if (fn(5, at, data, (CUdeviceptr)p) != CUDA_SUCCESS) return 0;
-    if (type != CU_MEMORYTYPE_DEVICE || managed || !len || p < start || p - start > len ||
-        size > len - (p - start))
-        return 0;
-    *d = (struct devbuf){(uintptr_t)start, len, id};
-    return 1;
-}
-
-/* The registration to use for a call into [p, p+size): one of ours covering
- * its whole allocation (registered now if need be), its use count taken; or
- * NULL to pass the call through unchanged. */
-static struct entry *device_acquire(uintptr_t p, size_t size) {
-    struct devbuf d;
-    size_t max = atomic_load_explicit(&register_max, memory_order_relaxed);
-    if (!max || !device_buffer(p, size, &d) || d.len > max) return NULL;
-    pthread_mutex_lock(&mu);
-    struct entry *got = NULL;
-again:
-    /* The application's own, or a close under way: nothing registered now. */
-    if (closing || app_overflow || app_overlap(d.start, d.len)) goto out;
-    for (int i = 0; i < NENTRIES; i++) {
-        struct entry *e = &entries[i];
-        if (!e->base || !overlaps(e->base, e->len ? e->len : 1, d.start, d.len)) continue;
-        /* Being registered or released by another thread, which is inside
-         * the library: this call passes through rather than wait on it. */
-        if (e->dying || e->pending) goto out;
-        if (e->base == d.start && e->id == d.id && (e->len == d.len || e->failed)) {
-            if (e->failed) goto out;
-            got = e;
-            goto use;
-        }
-        /* The range was freed and allocated again (a new buffer id), or
-         * belongs to another allocation now: that registration is stale. */
-        entry_drop(e);
-        goto again;
-    }
-    /* Room: the least recently used idle registrations go first (each drop
-     * lets others in, so the table is read again after it). */
-    struct entry *slot = NULL;
-    if (registered_bytes + d.len > max) {
-        struct entry *v = lru_victim();
-        if (!v) goto out; /* everything is in use: this call passes through */
-        entry_drop(v);
-        goto again;
-    }
-    for (int i = 0; i < NENTRIES && !slot; i++)
-        if (!entries[i].base) slot = &entries[i];
-    if (!slot) {
-        struct entry *v = lru_victim();
-        if (!v) goto out;
-        entry_drop(v);
-        goto again;
-    }
-    *slot = (struct entry){.base = d.start,
-                           .len = d.len,
-                           .id = d.id,
-                           .used = ++lru_clock,
-                           .pending = 1,
-                           .close_at = close_gen};
-    registered_bytes += d.len;
-    pthread_mutex_unlock(&mu);
-    CUfileError_t rc = CALL(BufRegister, (const void *)d.start, d.len, 0);
-    pthread_mutex_lock(&mu);
-    slot->pending = 0;
-    pthread_cond_broadcast(&idle); /* for an application registration waiting on it */
-    if (rc.err != CU_FILE_SUCCESS) registered_bytes -= d.len;
-    if (rc.err == CU_FILE_DRIVER_NOT_INITIALIZED || rc.err == CU_FILE_DRIVER_CLOSING) {
-        /* Not the allocation's fault: try again at the next call. */
-        *slot = (struct entry){0};
-        goto out;
-    }
-    if (rc.err != CU_FILE_SUCCESS) {
-        slot->len = 0;
-        slot->failed = 1;
-        dsp_once(DSP_LOG_WARN,
-                 "cuFileBufRegister of a device allocation of %zu bytes failed (error %d, "
-                 "CUDA %d); calls into it go to cuFile unchanged",
-                 d.len, rc.err, rc.cu_err);
-        goto out;
-    }
-    if (slot->close_at != close_gen) {
-        /* The driver was closed meanwhile: whether that ended this
-         * registration is not known, so it is released, not kept. */
-        entry_drop(slot);
-        goto out;
-    }
-    dsp_stat_add(DSP_ST_cufile_autoregistered, 1);
-    got = slot;
-use:
-    got->used = ++lru_clock;
-    got->inflight++;
-out:
-    pthread_mutex_unlock(&mu);
-    return got;
-}
-
-static void release(int *count) {
-    pthread_mutex_lock(&mu);
-    if (--*count == 0) pthread_cond_broadcast(&idle);
-    pthread_mutex_unlock(&mu);
-}
-
-/* ---- host memory: the I/O done here ---- */
-
-/* Moves up to n bytes; stops early at end of file. Returns the bytes moved,
- * *err set to the errno of a failure (0 if none). */
-static size_t xfer(int fd, int wr, char *p, size_t n, off_t off, int *err) {
-    size_t done = 0;
-    *err = 0;
-    while (done < n) {
-        size_t chunk = n - done > DSP_MAX_RW ? DSP_MAX_RW : n - done;
-        ssize_t r = wr ? pwrite(fd, p + done, chunk, off + (off_t)done)
-                       : pread(fd, p + done, chunk, off + (off_t)done);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            *err = errno;
-            break;
-        }
-        if (r == 0) break; /* end of file */
-        done += (size_t)r;
-    }
-    return done;
-}
-
-/* A descriptor of hd's file without O_DIRECT, for misaligned pieces: opened
- * once per handle from /proc/self/fd, with the same access mode and sync
- * flags. -1 when that is refused. */
-static int buffered_fd(struct handle *hd, int fl) {
-    pthread_mutex_lock(&mu);
-    int bfd = hd->bfd;
-    pthread_mutex_unlock(&mu);
-    if (bfd >= 0) return bfd;
-    if (bfd == -2) return -1;
-    char path[64];
-    dsp_fmt(path, sizeof path, "/proc/self/fd/%d", hd->fd);
-    int saved = errno;
-    int nfd = open(path, (fl & (O_ACCMODE | O_SYNC | O_DSYNC)) | O_CLOEXEC);
-    if (nfd < 0)
-        dsp_once(DSP_LOG_WARN,
-                 "cannot reopen fd %d without O_DIRECT (errno %d); misaligned cuFile I/O "
-                 "into pinned memory goes to cuFile",
-                 hd->fd, errno);
-    errno = saved;
-    pthread_mutex_lock(&mu);
-    if (hd->bfd >= 0) { /* another thread was faster */
-        if (nfd >= 0) close(nfd);
-    } else {
-        hd->bfd = nfd >= 0 ? nfd : -2;
-    }
-    bfd = hd->bfd;
-    pthread_mutex_unlock(&mu);
-    return bfd >= 0 ? bfd : -1;
-}
-
-/* Reads or writes [p, p+size) at off on hd's file. Returns what cuFileRead or
- * cuFileWrite would (bytes; -1 with errno), or -2 when nothing was done and the
- * call must go to the real library. */
-static ssize_t host_io(struct handle *hd, int wr, char *p, size_t size, off_t off) {
-    int saved = errno;
-    int fl = fcntl(hd->fd, F_GETFL);
-    errno = saved;
-    /* Anything cuFile answers with an error, or handles its own way, is its
-     * to answer: a closed fd, the wrong access mode, O_APPEND. */
-    if (fl < 0 || (fl & O_APPEND) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY)) return -2;
-    if ((uint64_t)off + size > (uint64_t)INT64_MAX) return -2;
-    size_t head = 0, mid = 0;
-    int dfd = -1, bfd = hd->fd;
-    struct dsp_dio_align a = {0, 0};
-    if (fl & O_DIRECT) {
-        /* A file's alignment does not change: asked once per handle. */
-        pthread_mutex_lock(&mu);
-        int known = hd->align_ok;
-        a = hd->align;
-        pthread_mutex_unlock(&mu);
-        if (!known) {
-            if (dsp_dio_align(hd->fd, &a) != 0) return -2;
-            pthread_mutex_lock(&mu);
-            hd->align = a;
-            hd->align_ok = 1;
-            pthread_mutex_unlock(&mu);
-        }
-        size_t A = a.mem > a.off ? a.mem : a.off;
-        /* Direct only where buffer and file offset can both be aligned. */
-        /* A direct read past end of file zero-fills the buffer beyond what
-         * it returns (docs/internals.md, "O_DIRECT alignment and end of
-         * file"): the direct part stops at the last aligned offset before end
-         * of file, the rest is read buffered (regression:
-         * cufile_direct_eof_keeps_bytes). */
-        struct stat st;
-        uint64_t end = (uint64_t)off + size;
-        if (!wr) {
-            if (fstat(hd->fd, &st) != 0) return -2;
-            if ((uint64_t)st.st_size < end) end = (uint64_t)st.st_size;
-        }
-        if ((((uintptr_t)p - (uintptr_t)off) & (A - 1)) == 0 && end > (uint64_t)off) {
-            head = (A - ((uint64_t)off & (A - 1))) & (A - 1);
-            if (head > size) head = size;
-            if (end - (uint64_t)off > head) mid = (end - (uint64_t)off - head) & ~(uint64_t)(A - 1);
-            dfd = hd->fd;
-        }
-        if (mid != size) {
-            bfd = buffered_fd(hd, fl);
-            if (bfd < 0) return -2;
-        }
-    }
-    struct {
-        int fd;
-        size_t len;
-    } seg[3] = {{bfd, head}, {dfd, mid}, {bfd, size - head - mid}};
-    if (dfd < 0) seg[0].len = size, seg[1].len = seg[2].len = 0;
-    size_t total = 0;
-    int err = 0;
-    for (int i = 0; i < 3 && !err; i++) {
-        if (!seg[i].len) continue;
-        size_t got = xfer(seg[i].fd, wr, p + total, seg[i].len, off + (off_t)total, &err);
-        if (err == EINVAL && i == 1 && got == 0) {
-            /* The file refused our alignment after all: the piece goes
-             * buffered, no byte lost. */
-            dsp_once(DSP_LOG_WARN,
-                     "O_DIRECT I/O refused with EINVAL at the alignment the file reports "
-                     "(%u/%u); doing it buffered",
-                     a.mem, a.off);
-            int b = buffered_fd(hd, fl);
-            if (b < 0) {
-                if (total == 0) return -2;
-                break;
-            }
-            got = xfer(b, wr, p + total, seg[i].len, off + (off_t)total, &err);
-        }
-        total += got;
-        if (!err && got < seg[i].len) break; /* end of file: short, as cuFile reports it */
-    }
-    if (err && total == 0) {
-        errno = err;
-        return -1;
-    }
-    errno = saved;
-    return (ssize_t)total;
+CUfileError_t dsp_cufile_real_buf_deregister(const void *base) {
+    return CALL(BufDeregister, base);
 }
 
 /* cuFileRead and cuFileWrite. */
@@ -539,16 +160,16 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
         goto pass; /* cuFile's own answer */
     uintptr_t p = (uintptr_t)base + (uintptr_t)buf_off;
     if (dsp_reg_contains(p, size)) {
-        pthread_mutex_lock(&mu);
-        struct handle *hd = handle_find(fh);
-        int mine = hd && !hd->dying && !app_overflow && !app_overlap((uintptr_t)base, 1) &&
-                   !app_overlap(p, size);
+        pthread_mutex_lock(&dsp_cufile_mu);
+        struct dsp_cufile_handle *hd = dsp_cufile_handle_find(fh);
+        int mine = hd && !hd->dying && !dsp_cufile_app_may_own((uintptr_t)base, 1) &&
+                   !dsp_cufile_app_may_own(p, size);
         if (mine) hd->busy++;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&dsp_cufile_mu);
         if (!mine) goto pass;
-        ssize_t r = host_io(hd, wr, (char *)p, size, file_off);
+        ssize_t r = dsp_cufile_host_io(hd, wr, (char *)p, size, file_off);
         int saved = errno;
-        release(&hd->busy);
+        dsp_cufile_release(&hd->busy);
         errno = saved;
         if (r != -2) {
             dsp_stat_add(DSP_ST_cufile_direct_host, 1);
@@ -558,15 +179,16 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
         dsp_stat_add(DSP_ST_fallbacks, 1);
         goto pass;
     }
-    struct entry *e = device_acquire(p, size);
+    uintptr_t alloc_start;
+    struct dsp_cufile_reg *e = dsp_cufile_reg_acquire(p, size, &alloc_start);
     if (e) {
         /* cuFile finds a registration by its exact base: the call names the
          * allocation's start, with the same destination bytes. */
-        off_t rebased = (off_t)(p - e->base);
-        ssize_t r = wr ? CALL(Write, fh, (const void *)e->base, size, file_off, rebased)
-                       : CALL(Read, fh, (void *)e->base, size, file_off, rebased);
+        off_t rebased = (off_t)(p - alloc_start);
+        ssize_t r = wr ? CALL(Write, fh, (const void *)alloc_start, size, file_off, rebased)
+                       : CALL(Read, fh, (void *)alloc_start, size, file_off, rebased);
         int saved = errno;
-        release(&e->inflight);
+        dsp_cufile_reg_release(e);
         errno = saved;
         return r;
     }
@@ -593,16 +215,15 @@ DSP_API ssize_t cuFileWrite(CUfileHandle_t fh, const void *base, size_t size, of
 
 DSP_API CUfileError_t cuFileDriverOpen(void) {
     int on = serving();
-    if (on) resolve_attrs(); /* libcuda may have been loaded since */
+    if (on) dsp_cufile_resolve_attrs(); /* libcuda may have been loaded since */
     if (!HAVE(DriverOpen, "cuFileDriverOpen")) return NOT_INIT;
     CUfileError_t rc = CALL(DriverOpen);
     if (on && rc.err == CU_FILE_SUCCESS) {
         /* Registrations that failed before may work with the driver open. */
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
         hooked_opens++;
-        for (int i = 0; i < NENTRIES; i++)
-            if (entries[i].base && entries[i].failed && !entries[i].inflight) entries[i].base = 0;
-        pthread_mutex_unlock(&mu);
+        dsp_cufile_reg_retry_failed();
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
 }
@@ -610,24 +231,19 @@ DSP_API CUfileError_t cuFileDriverOpen(void) {
 /* Closing the driver ends every registration and handle: the shim releases its
  * own registrations first, and forgets the application's. No lock is held
  * across the real close (the library deregisters what it still knows through
- * its own exports, which the re-entry guard passes through); `closing` keeps
- * new registrations of the shim's from starting meanwhile, and one that
- * started before is released when it ends (close_gen). */
+ * its own exports, which the re-entry guard passes through);
+ * dsp_cufile_reg_close_begin keeps new registrations of the shim's from
+ * starting meanwhile, and one that started before is released when it ends
+ * (io/cufile_reg.c: `closing`, `close_gen`). */
 static CUfileError_t driver_close(int v2) {
     int on = serving();
     if (!(v2 ? HAVE(DriverClose_v2, "cuFileDriverClose_v2")
              : HAVE(DriverClose, "cuFileDriverClose")))
         return NOT_INIT;
     if (!on) return v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
-    pthread_mutex_lock(&mu);
-    closing++;
-again:
-    for (int i = 0; i < NENTRIES; i++)
-        if (entries[i].base && !entries[i].dying && !entries[i].pending) {
-            entry_drop(&entries[i]);
-            goto again;
-        }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
+    dsp_cufile_reg_close_begin();
+    pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
     /* cuFile counts opens: handles and the application's registrations end
      * only with the last close (review: one user's close made another's
@@ -638,20 +254,15 @@ again:
         still_open = real_use_count();
         inside--;
     }
-    pthread_mutex_lock(&mu);
-    closing--;
-    if (rc.err == CU_FILE_SUCCESS) {
-        close_gen++;
-        if (hooked_opens > 0) hooked_opens--;
-    }
+    pthread_mutex_lock(&dsp_cufile_mu);
+    dsp_cufile_reg_close_end(rc.err == CU_FILE_SUCCESS);
+    if (rc.err == CU_FILE_SUCCESS && hooked_opens > 0) hooked_opens--;
     if (!real_use_count) still_open = hooked_opens;
     if (rc.err == CU_FILE_SUCCESS && still_open <= 0) {
-        for (int i = 0; i < NHANDLES; i++)
-            if (handles[i].h && !handles[i].dying) handle_drop(&handles[i]);
-        napp = 0;
-        app_overflow = 0;
+        dsp_cufile_handles_drop_all();
+        dsp_cufile_app_forget_all();
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     return rc;
 }
 
@@ -665,35 +276,24 @@ DSP_API CUfileError_t cuFileDriverClose_v2(void) {
 
 DSP_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr) {
     int on = serving();
-    if (on) resolve_attrs();
+    if (on) dsp_cufile_resolve_attrs();
     if (!HAVE(HandleRegister, "cuFileHandleRegister")) return NOT_INIT;
     CUfileError_t rc = CALL(HandleRegister, fh, descr);
     if (!on || rc.err != CU_FILE_SUCCESS || !fh || !*fh || !descr ||
         descr->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
         return rc;
-    pthread_mutex_lock(&mu);
-    struct handle *hd = handle_find(*fh); /* a stale record of a reused handle */
-    if (hd && !hd->dying) handle_drop(hd);
-    hd = NULL;
-    for (int i = 0; i < NHANDLES && !hd; i++)
-        if (!handles[i].h) hd = &handles[i];
-    if (hd) {
-        *hd = (struct handle){.h = *fh, .fd = descr->handle.fd, .bfd = -1};
-        if (hd - handles >= handles_used) handles_used = (int)(hd - handles) + 1;
-    } else
-        dsp_once(DSP_LOG_WARN,
-                 "more than %d cuFile handles: I/O on the others goes to cuFile unchanged",
-                 NHANDLES);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
+    dsp_cufile_handle_add(*fh, descr->handle.fd);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     return rc;
 }
 
 DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
     if (serving()) {
-        pthread_mutex_lock(&mu);
-        struct handle *hd = handle_find(fh);
-        if (hd && !hd->dying) handle_drop(hd);
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
+        struct dsp_cufile_handle *hd = dsp_cufile_handle_find(fh);
+        if (hd && !hd->dying) dsp_cufile_handle_drop(hd);
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     if (!HAVE(HandleDeregister, "cuFileHandleDeregister")) return;
     inside++;
@@ -701,59 +301,28 @@ DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
     inside--;
 }
 
-/* Removes one record of the application's registration at base (under mu). */
-static void app_forget(uintptr_t base) {
-    for (int i = 0; i < napp; i++)
-        if (app[i].base == base) {
-            app[i] = app[--napp];
-            return;
-        }
-}
-
 /* The application registers a buffer: any registration of the shim's that
  * overlaps it is released first, so the application gets exactly the answer it
  * would get without the shim, and owns the registration from then on. The
  * range is recorded as the application's before the real call (made without
- * mu), so the shim registers nothing over it meanwhile; forgotten again if the
- * call fails. A full table sets app_overflow for good, even if the call then
- * fails: the shim registers nothing more, which is never wrong. */
+ * dsp_cufile_mu), so the shim registers nothing over it meanwhile; forgotten
+ * again if the call fails. A full table sets app_overflow (io/cufile_reg.c)
+ * for good, even if the call then fails: the shim registers nothing more,
+ * which is never wrong. */
 DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags) {
     /* serving() first: it resolves the real functions, and this may be the
      * process's first cuFile call (recent libcufile opens the driver itself). */
     int on = serving();
     if (!HAVE(BufRegister, "cuFileBufRegister")) return NOT_INIT;
     if (!on || !base || !len) return CALL(BufRegister, base, len, flags);
-    pthread_mutex_lock(&mu);
-    int recorded = napp < NAPP;
-    if (recorded) {
-        app[napp].base = (uintptr_t)base;
-        app[napp].len = len;
-        napp++;
-    } else if (!app_overflow) {
-        app_overflow = 1; /* unknown registrations: register nothing more */
-        dsp_once(DSP_LOG_WARN,
-                 "more than %d buffers registered by the application: the shim "
-                 "registers no more device memory of its own",
-                 NAPP);
-    }
-again:
-    for (int i = 0; i < NENTRIES; i++) {
-        struct entry *e = &entries[i];
-        if (!e->base || !overlaps(e->base, e->len ? e->len : 1, (uintptr_t)base, len)) continue;
-        /* Being registered or released by another thread: the application's
-         * call must come after it, as it would without the shim. */
-        if (e->dying || e->pending)
-            pthread_cond_wait(&idle, &mu);
-        else
-            entry_drop(e);
-        goto again;
-    }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
+    int recorded = dsp_cufile_app_register((uintptr_t)base, len);
+    pthread_mutex_unlock(&dsp_cufile_mu);
     CUfileError_t rc = CALL(BufRegister, base, len, flags);
     if (rc.err != CU_FILE_SUCCESS && recorded) {
-        pthread_mutex_lock(&mu);
-        app_forget((uintptr_t)base);
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_lock(&dsp_cufile_mu);
+        dsp_cufile_app_forget((uintptr_t)base);
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
 }
@@ -767,23 +336,16 @@ DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
     int on = serving(); /* resolves: this may be the first cuFile call */
     if (!HAVE(BufDeregister, "cuFileBufDeregister")) return NOT_INIT;
     if (!on || !base) return CALL(BufDeregister, base);
-    pthread_mutex_lock(&mu);
-    int a = -1;
-    for (int i = 0; i < napp && a < 0; i++)
-        if (app[i].base == (uintptr_t)base) a = i;
-    if (a < 0) {
-        for (int i = 0; i < NENTRIES; i++)
-            if (entries[i].base == (uintptr_t)base && !entries[i].failed && !entries[i].dying) {
-                pthread_mutex_unlock(&mu);
-                return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
-            }
-    }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&dsp_cufile_mu);
+    int apps = dsp_cufile_app_has((uintptr_t)base);
+    int shims_only = !apps && dsp_cufile_reg_has((uintptr_t)base);
+    pthread_mutex_unlock(&dsp_cufile_mu);
+    if (shims_only) return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
     CUfileError_t rc = CALL(BufDeregister, base);
-    if (rc.err == CU_FILE_SUCCESS && a >= 0) {
-        pthread_mutex_lock(&mu);
-        app_forget((uintptr_t)base);
-        pthread_mutex_unlock(&mu);
+    if (rc.err == CU_FILE_SUCCESS && apps) {
+        pthread_mutex_lock(&dsp_cufile_mu);
+        dsp_cufile_app_forget((uintptr_t)base);
+        pthread_mutex_unlock(&dsp_cufile_mu);
     }
     return rc;
 }

@@ -1,0 +1,40 @@
+/* What the cuFile layer's files share (docs/io.md, "cuFile (GPUDirect
+ * Storage)"): the one lock over their tables, and the real library's
+ * registration calls, made with the re-entry guard set. io/cufile.c defines
+ * them; the tables themselves are io/cufile_handles.c (the application's
+ * handles) and io/cufile_reg.c (device-buffer registrations), the I/O done
+ * without cuFile io/cufile_host.c. */
+#ifndef DSP_CUFILE_LAYER_H
+#define DSP_CUFILE_LAYER_H
+
+#include "cufile_types.h"
+
+#include <pthread.h>
+
+/* One lock for the layer's tables, never held across a call into libcufile
+ * (docs/design.md, "Locks"): a library that calls back into the shim from
+ * another thread and joins it would deadlock (regression:
+ * cufile_calls_back_from_another_thread). A registration being made or
+ * released is an entry marked pending or dying meanwhile, which no other
+ * thread uses or registers over; reads and writes hold a use count. Waiters
+ * for a use count to end, or for a pending or dying entry, wait on
+ * dsp_cufile_idle. */
+extern pthread_mutex_t dsp_cufile_mu;
+extern pthread_cond_t dsp_cufile_idle;
+
+/* Ends one use (a handle's host I/O, a registration's real read or write):
+ * the last one wakes those waiting to drop it. */
+static inline void dsp_cufile_release(int *count) {
+    pthread_mutex_lock(&dsp_cufile_mu);
+    if (--*count == 0) pthread_cond_broadcast(&dsp_cufile_idle);
+    pthread_mutex_unlock(&dsp_cufile_mu);
+}
+
+/* The real cuFileBufRegister and cuFileBufDeregister, for the shim's own
+ * registrations: called without dsp_cufile_mu, through the re-entry guard
+ * (its calls to its own exports pass straight through). Only while the layer
+ * serves, when both are known. */
+CUfileError_t dsp_cufile_real_buf_register(const void *base, size_t len, int flags);
+CUfileError_t dsp_cufile_real_buf_deregister(const void *base);
+
+#endif
