@@ -153,13 +153,74 @@ static int reserve(struct dsp_manager *m, size_t len, int lock, int refuse) {
     return dsp_budget_reserve(m, len, lock, refuse);
 }
 
+/* Under mu: the bytes a new block of len needs pinned (a whole chunk when a
+ * small block can be cut from one), reserved in the budget; 0 when refused.
+ * Locked if the budget allows (*lock); a CUDA block may go unlocked instead,
+ * since the driver's registration pins it whatever RLIMIT_MEMLOCK says. */
+static size_t reserve_new(struct dsp_manager *m, size_t len, unsigned how, int *lock) {
+    int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
+    int refuse = (how & DSP_BLK_RETRY)   ? DSP_REFUSE_SILENT
+                 : (how & DSP_BLK_QUIET) ? DSP_REFUSE_COUNT
+                                         : DSP_REFUSE_LOG;
+    size_t pin = chunk_for(len, how);
+    *lock = 1;
+    if (pin > len && reserve(m, pin, 1, DSP_REFUSE_SILENT) == 0) return pin;
+    if (reserve(m, len, 1, optional ? DSP_REFUSE_SILENT : refuse) == 0) return len;
+    *lock = 0;
+    return optional && reserve(m, len, 0, refuse) == 0 ? len : 0;
+}
+
+/* Under mu again, once dsp_pin_populate_lock answered rc for the pin bytes
+ * of s: records what it did, and gives a chunk's rest to the pool. 0, or
+ * -1 with *why when the pin failed (s is then vacated, or kept out of use). */
+static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, size_t pin, int lock,
+                      int rc, enum refusal *why) {
+    if (rc >= 0) {
+        s->locked = (rc & DSP_PIN_LOCKED) != 0;
+        s->huge = (rc & DSP_PIN_HUGE) != 0;
+        s->shared = rc & DSP_PIN_SHARED ? DSP_SHARED_OURS : 0;
+        if (lock && !s->locked) { /* mlock refused, and that was allowed */
+            dsp_budget_unlock(m, pin);
+            lock = 0;
+        }
+    }
+    *why = PIN_FAILED;
+    if (DSP_PIN_IS_STUCK(rc)) {
+        /* Its pages could not be given back (logged): they stay counted
+         * where they were reserved, and the span LIVE in no index and not in
+         * the registry, so it is never reused (as an unregister the driver
+         * refused, cuda_pool.c). */
+        s->counted = 1;
+        s->locked = lock != 0;
+        dsp_stat_add(DSP_ST_pin_stuck_bytes, pin);
+        return -1;
+    }
+    if (rc < 0) {
+        dsp_budget_release(m, pin, lock);
+        dsp_arena_vacate(m, s);
+        return -1;
+    }
+    s->counted = 1;
+    dsp_stat_add(DSP_ST_pinned_new_bytes, pin);
+    if (pin > len) {
+        /* The chunk's rest, counted and locked like the block: pooled, or
+         * given back at once if the lock was refused (an unlocked span is
+         * never pooled). Without metadata for the split the block keeps the
+         * whole chunk. */
+        struct dsp_span *rest = dsp_span_split(m, s, len);
+        if (rest && rest->locked)
+            dsp_pool_put(m, rest);
+        else if (rest)
+            dsp_span_release(m, rest);
+    }
+    return 0;
+}
+
 /* Under mu, which it drops while the pages are populated and locked: a newly
  * pinned span made the live block; NULL with why when refused. */
 static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
                                 enum refusal *why) {
     struct dsp_manager *m = &dsp_mgr;
-    int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
-    unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve(m) != 0) {
         *why = PIN_NO_RESERVE;
         return NULL;
@@ -170,22 +231,11 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
         *why = PIN_FAILED;
         return NULL;
     }
-    /* Locked if the budget allows; a CUDA block may go unlocked instead, since
-     * the driver's registration pins it whatever RLIMIT_MEMLOCK says. A small
-     * block is cut from a new chunk when the budget and the pool have room
-     * for it, the rest of the chunk pooled. */
-    int lock = 1;
-    int refuse = (how & DSP_BLK_RETRY)   ? DSP_REFUSE_SILENT
-                 : (how & DSP_BLK_QUIET) ? DSP_REFUSE_COUNT
-                                         : DSP_REFUSE_LOG;
-    size_t pin = chunk_for(len, how);
-    if (pin > len && reserve(m, pin, 1, DSP_REFUSE_SILENT) != 0) pin = len;
-    if (pin == len && reserve(m, len, 1, optional ? DSP_REFUSE_SILENT : refuse) != 0) {
-        if (!optional || reserve(m, len, 0, refuse) != 0) {
-            *why = REFUSED;
-            return NULL;
-        }
-        lock = 0;
+    int lock;
+    size_t pin = reserve_new(m, len, how, &lock);
+    if (!pin) {
+        *why = REFUSED;
+        return NULL;
     }
     /* By the block's size: a chunk of small blocks is small pages, like them.
      * Huge-page chunks populated fresh memory at 2.8 ms a chunk here, against
@@ -202,51 +252,11 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     s->served = (how & DSP_BLK_SERVED) != 0;
     s->shared = s->served && dsp_shm_ready(m) ? DSP_SHARED_OURS : 0;
     dsp_mgr_unlock();
-
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
-    int rc = dsp_pin_populate_lock(m, s, lock, optional, huge);
-
+    int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, huge);
     dsp_mgr_lock();
-    if (rc >= 0) {
-        s->locked = (rc & DSP_PIN_LOCKED) != 0;
-        s->huge = (rc & DSP_PIN_HUGE) != 0;
-        s->shared = rc & DSP_PIN_SHARED ? DSP_SHARED_OURS : 0;
-        if (lock && !s->locked) { /* mlock refused, and that was allowed */
-            dsp_budget_unlock(m, pin);
-            lock = 0;
-        }
-    }
-    if (DSP_PIN_IS_STUCK(rc)) {
-        /* Its pages could not be given back (logged): they stay counted
-         * where they were reserved, and the span LIVE in no index and not in
-         * the registry, so it is never reused (as an unregister the driver
-         * refused, cuda_pool.c). */
-        s->counted = 1;
-        s->locked = lock != 0;
-        dsp_stat_add(DSP_ST_pin_stuck_bytes, pin);
-        *why = PIN_FAILED;
-        return NULL;
-    }
-    if (rc < 0) {
-        dsp_budget_release(m, pin, lock);
-        dsp_arena_vacate(m, s);
-        *why = PIN_FAILED;
-        return NULL;
-    }
-    s->counted = 1;
-    s->user = user;
-    dsp_stat_add(DSP_ST_pinned_new_bytes, pin);
-    if (pin > len) {
-        /* The chunk's rest, counted and locked like the block: pooled, or
-         * given back at once if the lock was refused (an unlocked span is
-         * never pooled). Without metadata for the split the block keeps the
-         * whole chunk. */
-        struct dsp_span *rest = dsp_span_split(m, s, len);
-        if (rest && rest->locked)
-            dsp_pool_put(m, rest);
-        else if (rest)
-            dsp_span_release(m, rest);
-    }
+    if (settle_new(m, s, len, pin, lock, rc, why) != 0) return NULL;
+    s->user = (how >> 16) & DSP_BLOCKF_USER;
     if (go_live(s, len) != 0) {
         retire(s);
         *why = REFUSED;
