@@ -2,10 +2,6 @@
  * environment (tests/aio/meson.build), eight 64 KiB bounce buffers. */
 #include "aio_test.h"
 
-static char *misaligned(size_t n) {
-    return plain_alloc(n + 1) + 1;
-}
-
 Test(aio_limits, destroy_with_io_in_flight_releases_its_bounces) {
     /* Leaked bounces would leave the second round none. */
     int fd = open_direct(make_file("/tmp", FILE_SIZE), O_RDONLY);
