@@ -1,7 +1,7 @@
 /* The dspreload command: shared between its subcommands. The calls go one way:
  * main.c calls the subcommands (doctor.c, stats.c, demo.c, and reference.c for
- * env); stats.c and doctor.c call node.c; all of them call common.c, which
- * calls none of them. */
+ * env); stats.c and doctor.c call node.c; main.c and the subcommands call
+ * common.c, which calls none of them. */
 #ifndef DSP_LAUNCHER_H
 #define DSP_LAUNCHER_H
 
