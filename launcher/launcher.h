@@ -1,4 +1,7 @@
-/* The dspreload command: shared between its subcommands. */
+/* The dspreload command: shared between its subcommands. The calls go one way:
+ * main.c calls the subcommands (doctor.c, stats.c, demo.c, and reference.c for
+ * env); stats.c and doctor.c call node.c; main.c and the subcommands call
+ * common.c, which calls none of them. */
 #ifndef DSP_LAUNCHER_H
 #define DSP_LAUNCHER_H
 
@@ -8,6 +11,8 @@
     "usage: dspreload [options] [VAR=value ...] [--] COMMAND [ARGS...]\n"                          \
     "       dspreload [options] [VAR=value ...] doctor [PATH ...] | demo\n"                        \
     "       dspreload env [--markdown] | stats FILE ... | stats --node [--key KEY]\n"
+
+/* launcher/common.c */
 
 /* Prints "dspreload: <message>" and the usage line to stderr; returns 2. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -26,8 +31,9 @@ const char *self_dir(void);
 int preload_unsafe(const char *lib);
 const char *preload_unsafe_why(const char *lib);
 
-/* The subcommands, on the arguments after their name. lib: the library --lib
- * named (absolute), or NULL for find_library(); stats reads no library. */
+/* The subcommands (launcher/doctor.c, stats.c, demo.c), on the arguments after
+ * their name. lib: the library --lib named (absolute), or NULL for
+ * find_library(); stats reads no library. */
 int cmd_doctor(int argc, char **argv, const char *lib);
 int cmd_stats(int argc, char **argv, const char *lib);
 int cmd_demo(int argc, char **argv, const char *lib);

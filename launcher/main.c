@@ -8,16 +8,11 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifndef DSP_LIBDIR_FROM_BINDIR
-#define DSP_LIBDIR_FROM_BINDIR "../lib"
-#endif
 
 static const char *const help_text =
     USAGE "\n"
@@ -48,39 +43,6 @@ static const char *const help_text =
           "and the budget the settings give); after --, a program of that name runs.\n"
           "\n"
           "Exit status: COMMAND's own; 2 for a usage error; 126/127 when COMMAND cannot run.\n";
-
-int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("dspreload: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n" USAGE "(dspreload --help for more)\n", stderr);
-    return 2;
-}
-
-const char *self_dir(void) {
-    static char dir[PATH_MAX];
-    if (!dir[0]) {
-        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-        if (n <= 0) return ".";
-        dir[n] = 0;
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = 0;
-    }
-    return dir;
-}
-
-const char *find_library(void) {
-    static char found[PATH_MAX];
-    const char *rel[] = {"libdspreload.so", DSP_LIBDIR_FROM_BINDIR "/libdspreload.so"};
-    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-        char cand[PATH_MAX * 2];
-        snprintf(cand, sizeof cand, "%s/%s", self_dir(), rel[i]);
-        if (realpath(cand, found) && access(found, R_OK) == 0) return found;
-    }
-    return NULL;
-}
 
 /* Options that set a variable: --name VALUE or --name=VALUE. */
 static const struct {
@@ -115,20 +77,6 @@ static int set(const char *name, const char *value, const char *as_given) {
     }
     if (setenv(name, value, 1) != 0) return usage_error("%s: cannot set %s", as_given, name);
     return 0;
-}
-
-int preload_unsafe(const char *lib) {
-    return strpbrk(lib, LD_PRELOAD_SEPARATORS) != NULL;
-}
-
-const char *preload_unsafe_why(const char *lib) {
-    static char why[PATH_MAX * 2 + 256];
-    snprintf(why, sizeof why,
-             "the library path '%s' has a space or colon, which LD_PRELOAD takes as separators: "
-             "it would not be loaded. Install dspreload under a path without them, or give "
-             "--lib a path without them (a symlink to the library will do)",
-             lib);
-    return why;
 }
 
 /* The library named by --lib, as an absolute path: its real path, or where

@@ -11,13 +11,6 @@
 static const char *disk = "/tmp";    /* ext4 here: 512-byte DIO alignment */
 static const char *mem = "/dev/shm"; /* tmpfs: reports no DIO alignment */
 
-/* A buffer at page + 1 whose page-sized pieces are not multiples of 512: the
- * kernel refuses it for O_DIRECT (it checks each segment: docs/internals.md,
- * "O_DIRECT alignment and end of file"). */
-static char *misaligned(size_t n) {
-    return plain_alloc(n + 1) + 1;
-}
-
 Test(aio, pinned_aligned_read_goes_direct) {
     int fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
     io_context_t ctx = new_ctx(8);
@@ -37,9 +30,7 @@ Test(aio, unpinned_aligned_read_goes_direct) {
     io_context_t ctx = new_ctx(8);
     char *buf = plain_alloc(65536);
     struct iocb cb;
-    io_prep_pread(&cb, fd, buf, 65536, 0);
-    cr_assert_eq(run_one(ctx, &cb), 65536);
-    check_pattern(buf, 0, 65536);
+    read_checked(ctx, &cb, fd, buf, 65536, 0);
     cr_assert_eq(stat_of("aio_direct_unpinned"), 1);
     cr_assert_eq(stat_of("aio_bounced"), 0);
 }
@@ -132,15 +123,11 @@ Test(aio, buffered_fd_is_not_bounced_until_o_direct_is_set) {
     io_context_t ctx = new_ctx(8);
     char *buf = misaligned(8192);
     struct iocb cb;
-    io_prep_pread(&cb, fd, buf, 8192, 100);
-    cr_assert_eq(run_one(ctx, &cb), 8192);
-    check_pattern(buf, 100, 8192);
+    read_checked(ctx, &cb, fd, buf, 8192, 100);
     cr_assert_eq(stat_of("aio_bounced"), 0);
     cr_assert_eq(fcntl(fd, F_SETFL, O_DIRECT), 0);
     memset(buf, 0, 8192);
-    io_prep_pread(&cb, fd, buf, 8192, 100);
-    cr_assert_eq(run_one(ctx, &cb), 8192);
-    check_pattern(buf, 100, 8192);
+    read_checked(ctx, &cb, fd, buf, 8192, 100);
     cr_assert_eq(stat_of("aio_bounced"), 1);
 }
 
@@ -149,9 +136,7 @@ Test(aio, tmpfs_misaligned_read_is_correct) {
     io_context_t ctx = new_ctx(8);
     char *buf = misaligned(100000);
     struct iocb cb;
-    io_prep_pread(&cb, fd, buf, 100000, 12345);
-    cr_assert_eq(run_one(ctx, &cb), 100000);
-    check_pattern(buf, 12345, 100000);
+    read_checked(ctx, &cb, fd, buf, 100000, 12345);
 }
 
 Test(aio, vectored_requests_are_bounced_whole) {
@@ -278,8 +263,7 @@ Test(aio, cancel_of_a_bounced_read_answers_as_the_kernel) {
     struct iocb cb;
     io_prep_pread(&cb, fd, buf, 1 << 20, 0);
     cb.data = (void *)77;
-    struct iocb *l[1] = {&cb};
-    cr_assert_eq(io_submit(ctx, 1, l), 1);
+    submit_one(ctx, &cb);
     struct io_event ev;
     int r = io_cancel(ctx, &cb, &ev);
     /* File reads cannot be cancelled (-EINVAL), or the request already completed. */
@@ -308,8 +292,7 @@ Test(aio, old_abi_io_getevents_and_io_cancel) {
     char *buf = misaligned(8192);
     struct iocb cb;
     io_prep_pread(&cb, fd, buf, 8192, 512);
-    struct iocb *l[1] = {&cb};
-    cr_assert_eq(io_submit(ctx, 1, l), 1);
+    submit_one(ctx, &cb);
     int r = cancel01(ctx, &cb);
     cr_assert(r == -EINVAL || r == -EINPROGRESS || r == -EAGAIN, "io_cancel 0.1: %d", r);
     struct io_event ev;
@@ -335,8 +318,7 @@ Test(aio, io_queue_run_reaches_the_hooks) {
     struct iocb cb;
     io_prep_pread(&cb, fd, buf, 4096, 100);
     io_set_callback(&cb, queue_cb);
-    struct iocb *l[1] = {&cb};
-    cr_assert_eq(io_submit(ctx, 1, l), 1);
+    submit_one(ctx, &cb);
     while (!queue_done) cr_assert_geq(io_queue_run(ctx), 0);
     cr_assert_eq(stat_of("aio_bounced"), 1);
 }
@@ -433,8 +415,7 @@ Test(aio, fork_with_bounces_in_flight) {
     char *buf = misaligned(1 << 20);
     struct iocb cb;
     io_prep_pread(&cb, fd, buf, 1 << 20, 4096);
-    struct iocb *l[1] = {&cb};
-    cr_assert_eq(io_submit(ctx, 1, l), 1);
+    submit_one(ctx, &cb);
     pid_t pid = fork();
     if (pid == 0) {
         /* The parent's context is not ours; our own bounces work. */

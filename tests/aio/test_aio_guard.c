@@ -243,11 +243,6 @@ Test(aio_guard, sent_signal_interrupts_a_system_call_as_the_program_asked) {
 
 /* --- item: a thread that blocks SIGSEGV or SIGBUS ------------------------- */
 
-/* Misaligned for O_DIRECT (see test_aio.c), so the read is bounced. */
-static char *misaligned(size_t n) {
-    return plain_alloc(n + 1) + 1;
-}
-
 static long kernel_submit(io_context_t ctx, long nr, struct iocb **l) {
     long r = syscall(SYS_io_submit, ctx, nr, l);
     return r < 0 ? -errno : r;

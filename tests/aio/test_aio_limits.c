@@ -2,8 +2,15 @@
  * environment (tests/aio/meson.build), eight 64 KiB bounce buffers. */
 #include "aio_test.h"
 
-static char *misaligned(size_t n) {
-    return plain_alloc(n + 1) + 1;
+/* n reads of 8 KiB at 8 KiB steps, each into a misaligned buffer of its own
+ * (so each takes a bounce buffer): cb[i], listed in l[i], submitted together
+ * and all taken. */
+static void misaligned_reads(io_context_t ctx, int fd, struct iocb *cb, struct iocb **l, int n) {
+    for (int i = 0; i < n; i++) {
+        io_prep_pread(&cb[i], fd, misaligned(8192), 8192, 8192 * i);
+        l[i] = &cb[i];
+    }
+    cr_assert_eq(io_submit(ctx, n, l), n);
 }
 
 Test(aio_limits, destroy_with_io_in_flight_releases_its_bounces) {
@@ -12,11 +19,7 @@ Test(aio_limits, destroy_with_io_in_flight_releases_its_bounces) {
     struct iocb cb[8], *l[8];
     for (int round = 0; round < 3; round++) {
         io_context_t ctx = new_ctx(16);
-        for (int i = 0; i < 8; i++) {
-            io_prep_pread(&cb[i], fd, misaligned(8192), 8192, 8192 * i);
-            l[i] = &cb[i];
-        }
-        cr_assert_eq(io_submit(ctx, 8, l), 8);
+        misaligned_reads(ctx, fd, cb, l, 8);
         cr_assert_eq(io_destroy(ctx), 0);
     }
     cr_assert_eq(stat_of("aio_bounced"), 24);
@@ -27,11 +30,7 @@ Test(aio_limits, a_full_pool_passes_io_through_unchanged) {
     int fd = open_direct(make_file("/tmp", FILE_SIZE), O_RDONLY);
     io_context_t ctx = new_ctx(16);
     struct iocb cb[9], *l[9];
-    for (int i = 0; i < 9; i++) {
-        io_prep_pread(&cb[i], fd, misaligned(8192), 8192, 8192 * i);
-        l[i] = &cb[i];
-    }
-    cr_assert_eq(io_submit(ctx, 9, l), 9);
+    misaligned_reads(ctx, fd, cb, l, 9);
     int ok = 0, einval = 0;
     for (int got = 0; got < 9;) {
         struct io_event ev[9];
@@ -59,11 +58,7 @@ Test(aio_limits, dsp_trim_gives_back_the_bounce_buffers) {
     int fd = open_direct(make_file("/tmp", FILE_SIZE), O_RDONLY);
     io_context_t ctx = new_ctx(16);
     struct iocb cb[4], *l[4];
-    for (int i = 0; i < 4; i++) {
-        io_prep_pread(&cb[i], fd, plain_alloc(8192) + 1, 8192, 8192 * i);
-        l[i] = &cb[i];
-    }
-    cr_assert_eq(io_submit(ctx, 4, l), 4);
+    misaligned_reads(ctx, fd, cb, l, 4);
     struct io_event ev[4];
     for (int got = 0; got < 4;) got += io_getevents(ctx, 1, 4, ev, NULL);
     /* Four 64 KiB buffers kept for reuse: live blocks of the bounce pool. */

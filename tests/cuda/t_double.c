@@ -54,22 +54,24 @@ static int device_is(unsigned char v) {
     return all_are(back, N, v);
 }
 
+/* An H2D copy from src queued behind a busy stream, src holding 1 at the call
+ * and 2 from just after it; then the stream synchronised. */
+static void h2d_then_overwrite(unsigned char *src) {
+    memset(src, 1, N);
+    busy();
+    OK(cudaMemcpyAsync(dev, src, N, cudaMemcpyHostToDevice, s));
+    memset(src, 2, N);
+    OK(cudaStreamSynchronize(s));
+}
+
 static void copies(void) {
     unsigned char *h, *x = malloc(N);
     OK(cudaHostAlloc((void **)&h, N, 0));
     /* Pinned source: read when the stream gets to it. */
-    memset(h, 1, N);
-    busy();
-    OK(cudaMemcpyAsync(dev, h, N, cudaMemcpyHostToDevice, s));
-    memset(h, 2, N);
-    OK(cudaStreamSynchronize(s));
+    h2d_then_overwrite(h);
     CHECK(device_is(2), "an H2D copy from pinned memory runs when the stream reaches it");
     /* Pageable source: staged on the call. */
-    memset(x, 1, N);
-    busy();
-    OK(cudaMemcpyAsync(dev, x, N, cudaMemcpyHostToDevice, s));
-    memset(x, 2, N);
-    OK(cudaStreamSynchronize(s));
+    h2d_then_overwrite(x);
     CHECK(device_is(1), "an H2D copy from pageable memory is staged before the call returns");
     /* Pageable destination: complete on return; pinned: when the stream gets there. */
     OK(cudaMemsetAsync(dev, 7, N, s));

@@ -3,21 +3,10 @@
  * a libcudart that dlsym(RTLD_NEXT) cannot see. This program does not link
  * libcudart itself. */
 #include "cuda_types.h"
-
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "rtld_local.h"
 
 int main(int argc, char **argv) {
-    if (argc < 2) return 1;
-    if (!dlsym(RTLD_DEFAULT, "dsp_version")) {
-        fprintf(stderr, "FAIL: run under LD_PRELOAD\n");
-        return 1;
-    }
-    if (dlsym(RTLD_DEFAULT, "fakecuda_count")) {
-        fprintf(stderr, "FAIL: libcudart is in the global scope; the test needs it local\n");
-        return 1;
-    }
+    if (rtld_local_ready(argc, "fakecuda_count", "libcudart")) return 1;
     /* Regression: a hook reached before any libcudart was loaded (a probe
      * through dlsym) settled the layer as pass-through for good. */
     cudaError_t (*probe)(void **, size_t, unsigned) =
@@ -27,17 +16,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "FAIL: the probe before libcudart\n");
         return 1;
     }
-    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "FAIL: %s\n", dlerror());
-        return 1;
-    }
-    int (*run)(void) = (int (*)(void))dlsym(h, "user_run");
-    int rc = run ? run() : 99;
-    if (rc) {
-        fprintf(stderr, "FAIL: user_run step %d\n", rc);
-        return 1;
-    }
-    printf("PASS\n");
-    return 0;
+    return rtld_local_run(argv[1]);
 }

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define MiB (1u << 20)
+
 int fakecufile_count(const char *name);
 long long fakecufile_staged(void);
 long long fakecufile_direct(void);
@@ -117,5 +119,15 @@ static inline int fds_on_file(int fd, int *direct) {
 }
 
 #define OPEN_DRIVER() CHECK(cuFileDriverOpen().err == CU_FILE_SUCCESS)
+
+/* Most tests' start: the driver opened, and a file of n bytes of pattern s on
+ * tmpfs (make_file; *fd, where fd is not NULL, is its descriptor) with its
+ * cuFile handle. */
+static inline CUfileHandle_t driver_and_file(size_t n, unsigned s, int *fd) {
+    OPEN_DRIVER();
+    int f = make_file("/dev/shm", n, s);
+    if (fd) *fd = f;
+    return handle_of(f);
+}
 
 #endif

@@ -2,12 +2,8 @@
  * the application sees what it would see without the shim. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
-    OPEN_DRIVER();
-    int fd = make_file("/dev/shm", 4 * MiB, 5);
-    CUfileHandle_t fh = handle_of(fd);
+    CUfileHandle_t fh = driver_and_file(4 * MiB, 5, NULL);
     char *a = device(2 * MiB);
     CHECK(cuFileRead(fh, a, MiB, 0, 0) == MiB && fakecufile_registered(a) == 2 * MiB);
     /* The application registers what the shim registered: success, as

@@ -4,8 +4,6 @@
  * that is left alone; a freed and reallocated range is registered anew. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 static void read_into(CUfileHandle_t fh, char *dev, size_t n, off_t off, off_t boff) {
     ssize_t r = cuFileRead(fh, dev, n, off, boff);
     CHECK(r == (ssize_t)n, "read %zd", r);
@@ -13,9 +11,8 @@ static void read_into(CUfileHandle_t fh, char *dev, size_t n, off_t off, off_t b
 }
 
 int main(void) {
-    OPEN_DRIVER();
-    int fd = make_file("/dev/shm", 16 * MiB, 3);
-    CUfileHandle_t fh = handle_of(fd);
+    int fd;
+    CUfileHandle_t fh = driver_and_file(16 * MiB, 3, &fd);
     char *a = device(8 * MiB), *b = device(8 * MiB), *c = device(8 * MiB);
     /* A read into the middle of an allocation registers all of it. */
     read_into(fh, a + 4096, MiB, 12345, 100);

@@ -6,13 +6,9 @@
  * alarm() turns a deadlock into a failure. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
     alarm(30);
-    OPEN_DRIVER();
-    int fd = make_file("/dev/shm", 2 * MiB, 9);
-    CUfileHandle_t fh = handle_of(fd);
+    CUfileHandle_t fh = driver_and_file(2 * MiB, 9, NULL);
     char *mine = device(MiB), *apps = device(MiB);
     fakecufile_call_back(1);
     /* The shim registers mine (cuFileBufRegister calls back). */

@@ -4,8 +4,6 @@
  * now end with the last close only. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
     OPEN_DRIVER();
     OPEN_DRIVER(); /* a second user */

@@ -5,8 +5,6 @@
  * library's own handle, as such a libcufile would. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
     void *h = dlopen("libcufile.so.0", RTLD_NOW | RTLD_NOLOAD);
     CHECK(h);

@@ -5,8 +5,6 @@
 
 #include <sys/wait.h>
 
-#define MiB (1u << 20)
-
 int main(void) {
     OPEN_DRIVER();
     int wfd = make_file("/tmp", 2 * MiB, 12);

@@ -5,8 +5,6 @@
 
 #include <sys/stat.h>
 
-#define MiB (1u << 20)
-
 static void run(const char *dir, int direct_flag) {
     size_t fsize = 8 * MiB + 777;
     int wfd = make_file(dir, fsize, 1);

@@ -12,8 +12,6 @@
 
 #include <dlfcn.h>
 
-#define MiB (1u << 20)
-
 static void *must(void *h, const char *name) {
     void *f = dlsym(h, name);
     CHECK(f, "dlsym(%s): %s", name, dlerror());

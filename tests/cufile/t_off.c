@@ -1,12 +1,8 @@
 /* DSP_CUFILE=off: every call reaches cuFile untouched. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
-    OPEN_DRIVER();
-    int fd = make_file("/dev/shm", 2 * MiB, 6);
-    CUfileHandle_t fh = handle_of(fd);
+    CUfileHandle_t fh = driver_and_file(2 * MiB, 6, NULL);
     char *h = pinned(MiB), *dev = device(MiB);
     CHECK(cuFileRead(fh, h, MiB, 0, 0) == MiB && same(h, MiB, 0, 6));
     CHECK(cuFileRead(fh, dev, MiB, MiB, 0) == MiB && same(dev, MiB, MiB, 6));

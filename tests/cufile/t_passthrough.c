@@ -3,8 +3,6 @@
  * handles, a closed driver. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
     /* Before cuFileDriverOpen: the library's own error. */
     char *h = pinned(MiB);

@@ -6,12 +6,9 @@
  * library. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
-    OPEN_DRIVER();
-    int fd = make_file("/dev/shm", 2 * MiB, 8);
-    CUfileHandle_t fh = handle_of(fd);
+    int fd;
+    CUfileHandle_t fh = driver_and_file(2 * MiB, 8, &fd);
     char *mine = device(MiB), *apps = device(MiB);
     CHECK(cuFileBufRegister(apps, MiB, 0).err == CU_FILE_SUCCESS);
     CHECK(cuFileRead(fh, mine, MiB, 0, 0) == MiB && fakecufile_registered(mine) == MiB);

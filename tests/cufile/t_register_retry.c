@@ -4,8 +4,6 @@
  * remembered, and cuFileDriverOpen forgets the others. */
 #include "cufile_test.h"
 
-#define MiB (1u << 20)
-
 int main(void) {
     int fd = make_file("/dev/shm", 4 * MiB, 3);
     char *dev = device(2 * MiB);

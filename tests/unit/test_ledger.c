@@ -39,6 +39,14 @@ static void open_ok(struct dsp_ledger_conn *c, uint64_t cap) {
                  strerror(err));
 }
 
+/* Two connections to one ledger of cap, each then claimed as a live owner. */
+static void open_two_owners(struct dsp_ledger_conn *a, struct dsp_ledger_conn *b, uint64_t cap) {
+    open_ok(a, cap);
+    open_ok(b, cap);
+    cr_assert_eq(dsp_ledger_claim(a, -1, -1, cap), 0);
+    cr_assert_eq(dsp_ledger_claim(b, -1, -1, cap), 0);
+}
+
 static const char *open_refused(void) {
     struct dsp_ledger_conn c;
     const char *why = NULL;
@@ -70,10 +78,7 @@ Test(ledger, reserves_within_the_cap_and_gives_back, .init = fresh_path) {
 
 Test(ledger, near_the_cap_a_process_past_its_share_leaves_the_rest, .init = fresh_path) {
     struct dsp_ledger_conn a, b;
-    open_ok(&a, 8 * MiB);
-    open_ok(&b, 8 * MiB);
-    cr_assert_eq(dsp_ledger_claim(&a, -1, -1, 8 * MiB), 0);
-    cr_assert_eq(dsp_ledger_claim(&b, -1, -1, 8 * MiB), 0);
+    open_two_owners(&a, &b, 8 * MiB);
     cr_assert_neq(a.slot, b.slot, "two open files: two owners");
     cr_assert_eq(dsp_ledger_try_reserve(&b, 1 * MiB, 8 * MiB), 0);
     uint64_t got = 0;
@@ -181,10 +186,7 @@ Test(ledger, a_killed_owner_is_reclaimed_a_live_one_never, .init = fresh_path) {
 
 Test(ledger, yield_requests_reach_the_pooling_owners, .init = fresh_path) {
     struct dsp_ledger_conn a, b;
-    open_ok(&a, 64 * MiB);
-    open_ok(&b, 64 * MiB);
-    cr_assert_eq(dsp_ledger_claim(&a, -1, -1, 64 * MiB), 0);
-    cr_assert_eq(dsp_ledger_claim(&b, -1, -1, 64 * MiB), 0);
+    open_two_owners(&a, &b, 64 * MiB);
     cr_assert_eq(dsp_ledger_ask_yield(&b), 0, "nobody pools: nobody asked");
     atomic_store(&a.map->slot[a.slot].pooled, 5 * MiB);
     uint64_t gen = atomic_load(&a.map->slot[a.slot].trim_req);
