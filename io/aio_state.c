@@ -1,6 +1,7 @@
 /* The table of bounced libaio requests (io/aio_state.h): where the states
  * live, their free list, the pins of io_cancel, the marks of io_destroy and
  * the fork handlers that reset them. */
+#include "fork.h"
 #include "aio_state.h"
 
 #include "errname.h"
@@ -17,7 +18,7 @@
  * (docs/design.md has the lock order). */
 struct dsp_aio_bstate *dsp_aio_tab;
 _Atomic long dsp_aio_inflight;
-static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+#define tab_mu (dsp_fork_locks.aio) /* with the other fork locks (fork.h) */
 static uint32_t free_head = UINT32_MAX, high_water;
 static uint64_t destroy_tokens;
 /* Explicit, not dsp_once: dsp_aio_state_get's two refusals share it, so

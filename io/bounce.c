@@ -1,3 +1,4 @@
+#include "fork.h"
 #include "bounce.h"
 
 #include "block.h"
@@ -9,10 +10,10 @@
 
 #define CLASSES 48
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static void *free_list[CLASSES]; /* a kept buffer's first word links the next */
-static size_t held;              /* bytes in use and kept */
-static int stale;                /* set in a forked child: kept buffers are not pinned */
+#define mu (dsp_fork_locks.bounce) /* with the other fork locks (fork.h) */
+static void *free_list[CLASSES];   /* a kept buffer's first word links the next */
+static size_t held;                /* bytes in use and kept */
+static int stale;                  /* set in a forked child: kept buffers are not pinned */
 
 static unsigned class_of(size_t len, size_t *cap) {
     if (len > (size_t)1 << (CLASSES - 1)) {

@@ -57,7 +57,6 @@ static long hooked_opens;
 static DSP_TLS int inside;
 
 /* io/cufile_layer.h says what they guard. */
-pthread_mutex_t dsp_cufile_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t dsp_cufile_idle = PTHREAD_COND_INITIALIZER;
 
 static void fork_prepare(void) {

@@ -9,6 +9,8 @@
 
 #include "cufile_types.h"
 
+#include "fork.h"
+
 #include <pthread.h>
 
 /* One lock for the layer's tables, never held across a call into libcufile
@@ -19,7 +21,7 @@
  * thread uses or registers over; reads and writes hold a use count. Waiters
  * for a use count to end, or for a pending or dying entry, wait on
  * dsp_cufile_idle. */
-extern pthread_mutex_t dsp_cufile_mu;
+#define dsp_cufile_mu (dsp_fork_locks.cufile) /* with the other fork locks (fork.h) */
 extern pthread_cond_t dsp_cufile_idle;
 
 /* Ends one use (a handle's host I/O, a registration's real read or write):

@@ -47,16 +47,16 @@ static _Atomic int forked;
  * ahead (regression: cuda_register_calls_back, where a driver that called
  * back into the shim from another thread and joined it deadlocked).
  * Taken with dsp_lock (reentry.h), as every lock of ours. */
-#define NPENDING 64
-static pthread_mutex_t ondemand_mu = PTHREAD_MUTEX_INITIALIZER;
+#define NPENDING    64
+#define ondemand_mu (dsp_fork_locks.cuda) /* with the other fork locks (fork.h) */
 static pthread_cond_t ondemand_done = PTHREAD_COND_INITIALIZER;
 static uintptr_t pending[NPENDING];
 
-static void fork_prepare(void) {
-    dsp_lock(&ondemand_mu);
+static void fork_prepare(void) { /* plain: fork.c blocks signals meanwhile */
+    pthread_mutex_lock(&ondemand_mu);
 }
 static void fork_parent(void) {
-    dsp_unlock(&ondemand_mu);
+    pthread_mutex_unlock(&ondemand_mu);
 }
 static void fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
@@ -64,7 +64,6 @@ static void fork_child(void) {
     ondemand_mu = fresh;
     ondemand_done = fresh_cond;
     memset(pending, 0, sizeof pending); /* their threads are not in the child */
-    dsp_lock_forget();
     /* CUDA does not survive fork: a child of a process that served blocks
      * passes CUDA calls through rather than pin blocks the driver refuses. */
     for (int i = 0; i < 2; i++) {

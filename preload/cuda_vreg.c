@@ -18,21 +18,20 @@ struct vreg {
     int driver;       /* the driver holds it (dsp_vreg_add) */
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+#define mu (dsp_fork_locks.vreg) /* with the other fork locks (fork.h) */
 static struct vreg *v;
 static size_t n, cap;
 
 /* A fork while another thread holds mu must not leave the child locked out. */
-static void lock_mu(void) {
-    dsp_lock(&mu);
+static void lock_mu(void) { /* plain: fork.c blocks signals meanwhile */
+    pthread_mutex_lock(&mu);
 }
 static void unlock_mu(void) {
-    dsp_unlock(&mu);
+    pthread_mutex_unlock(&mu);
 }
 static void reset_mu(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     mu = fresh;
-    dsp_lock_forget();
 }
 static const struct dsp_fork_ops fork_ops = {lock_mu, unlock_mu, reset_mu};
 void dsp_vreg_init(void) {

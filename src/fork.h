@@ -19,6 +19,40 @@ enum dsp_fork_slot {
     DSP_FORK_SLOTS
 };
 
+/* What the parent writes after fork(2) costs: every page the fork made
+ * copy-on-write faults at its first write, 30 us a page here (a fork was
+ * 1.4-1.6x slower with the shim, its handlers writing four pages; issue 13).
+ * So the handlers write as little as they can:
+ * - a process with one thread, outside every lock of ours, takes no lock at
+ *   all (no other thread can be inside a layer); the child's handlers run
+ *   all the same;
+ * - otherwise every lock is in one object that never crosses a page
+ *   (struct dsp_fork_locks), taken with plain pthread calls, not dsp_lock,
+ *   which would count in a thread-local the parent then writes back: signals
+ *   are blocked from prepare to parent (and child) instead, so no handler
+ *   can allocate while this thread holds every lock. */
+
+#include <pthread.h>
+#include <signal.h>
+
+/* Every lock the prepare handler takes, in one object aligned to its size
+ * rounded up (512 bytes), so that it never crosses a page: the parent's
+ * unlocks after fork(2) then write one page the fork made copy-on-write, not
+ * one per layer (test fork_writes_one_page). Each layer names its own (the
+ * field's comment). */
+struct dsp_fork_locks {
+    pthread_mutex_t aio;      /* tab_mu (io/aio_state.c) */
+    pthread_mutex_t bounce;   /* mu (io/bounce.c) */
+    pthread_mutex_t manager;  /* dsp_mgr.mu (src/manager.c) */
+    pthread_mutex_t registry; /* wmutex (src/registry.c) */
+    pthread_mutex_t cuda;     /* ondemand_mu (preload/cuda_core.c) */
+    pthread_mutex_t vreg;     /* mu (preload/cuda_vreg.c) */
+    pthread_mutex_t cufile;   /* dsp_cufile_mu (io/cufile.c) */
+    pthread_mutex_t fork;     /* fork_mu (src/fork.c) */
+    sigset_t saved;           /* the forking thread's signal mask (fork.c) */
+};
+extern struct dsp_fork_locks dsp_fork_locks;
+
 struct dsp_fork_ops {
     void (*lock)(void);   /* before fork: takes the layer's locks */
     void (*unlock)(void); /* in the parent: releases them */

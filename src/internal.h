@@ -32,6 +32,20 @@
  * rounded down to a page): the kernel cuts longer ones short. */
 #define DSP_MAX_RW ((size_t)0x7ffff000)
 
+/* 1 when the process has never had a second thread (glibc 2.32+ keeps
+ * __libc_single_threaded; it stays clear once a thread was made, and in the
+ * child of a threaded parent), 0 when it has or when unknown. */
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+static inline int dsp_single_threaded(void) {
+    return __libc_single_threaded != 0;
+}
+#else
+static inline int dsp_single_threaded(void) {
+    return 0;
+}
+#endif
+
 static inline size_t dsp_align_up(size_t v, size_t a) {
     return (v + a - 1) & ~(a - 1);
 }

@@ -475,7 +475,7 @@ DSP_API const char *dsp_version(void) {
 extern char **environ;
 
 struct dsp_manager dsp_mgr = {
-    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .mu = &dsp_fork_locks.manager,
     .spans = DSP_SLAB_INIT(sizeof(struct dsp_span)),
 };
 
@@ -483,12 +483,14 @@ _Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
 static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
 static DSP_TLS int initialising;
 
+/* Plain locks, not dsp_lock: fork.c blocks signals around the fork instead
+ * of counting in dsp_in_manager, which the parent would write back after it. */
 static void fork_prepare(void) {
-    dsp_mgr_lock();
+    pthread_mutex_lock(dsp_mgr.mu);
 }
 
 static void fork_parent(void) {
-    dsp_mgr_unlock();
+    pthread_mutex_unlock(dsp_mgr.mu);
 }
 
 /* The child inherits the blocks but not their locks (mlock is not inherited):
@@ -498,8 +500,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
     struct dsp_manager *m = &dsp_mgr;
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    m->mu = fresh;
-    dsp_lock_forget();
+    *m->mu = fresh;
     dsp_defer_fork_child();
     uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
              pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);

@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 
 struct dsp_manager {
-    pthread_mutex_t mu;
+    pthread_mutex_t *mu; /* with the other locks fork takes (fork.h) */
     struct dsp_slab spans;
     struct dsp_bins vacant, cached;
     struct dsp_span *first, *last; /* address order, covering [lo, bump) */
@@ -45,10 +45,10 @@ extern struct dsp_manager dsp_mgr;
 
 /* Every lock of mu goes through these (reentry.h: signal handlers). */
 static inline void dsp_mgr_lock(void) {
-    dsp_lock(&dsp_mgr.mu);
+    dsp_lock(dsp_mgr.mu);
 }
 static inline void dsp_mgr_unlock(void) {
-    dsp_unlock(&dsp_mgr.mu);
+    dsp_unlock(dsp_mgr.mu);
 }
 
 /* Initialises the process-wide state on first use; 1 when ready, 0 when called

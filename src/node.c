@@ -20,12 +20,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#if __has_include(<sys/single_threaded.h>)
-#include <sys/single_threaded.h> /* glibc 2.32+ */
-#define SINGLE_THREADED() (__libc_single_threaded != 0)
-#else
-#define SINGLE_THREADED() 0 /* unknown: a timer, as before */
-#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -172,7 +166,7 @@ __attribute__((constructor)) static void node_loaded(void) {
  * ThreadSanitizer refuses it) unless it made one itself: until then it
  * polls. At a new pin, under the mutex. */
 static int threaded(void) {
-    if (!node.forked) return !SINGLE_THREADED();
+    if (!node.forked) return !dsp_single_threaded();
     /* glibc leaves __libc_single_threaded clear in the child of a threaded
      * parent: the child's own threads are counted (the directory's links:
      * 2 and one a thread). A child that made a thread itself is past the
@@ -410,12 +404,12 @@ static void *timer_main(void *arg) {
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
         }
-        dsp_lock(&node.m->mu); /* the pool's figure is the lock's: read under it */
+        dsp_lock(node.m->mu); /* the pool's figure is the lock's: read under it */
         size_t pooled = node.m->cached.bytes;
         /* The descriptor checked first: one the program closed may be a file
          * of its own by now. One fcntl per used slot, once a second. */
         if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();
-        dsp_unlock(&node.m->mu);
+        dsp_unlock(node.m->mu);
         if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
     }
     return NULL;
@@ -469,7 +463,7 @@ void dsp_node_fork_child(void) {
  * somewhere. Not from inside our own lock (exit from a signal handler). */
 __attribute__((destructor)) static void node_fini(void) {
     if (dsp_in_manager || node.state != 1) return;
-    dsp_lock(&node.m->mu);
+    dsp_lock(node.m->mu);
     if (node.state == 1 && !slot_is_ours()) {
         /* Not ours to clear or unlock (a child made without fork handlers,
          * or a descriptor the program closed): the kernel drops our lock, if
@@ -482,5 +476,5 @@ __attribute__((destructor)) static void node_fini(void) {
         dsp_ledger_leave(&node.c);
         node.state = -1;
     }
-    dsp_unlock(&node.m->mu);
+    dsp_unlock(node.m->mu);
 }

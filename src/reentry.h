@@ -35,12 +35,6 @@ static inline void dsp_unlock(pthread_mutex_t *mu) {
         dsp_deferred_drain();
 }
 
-/* Fork child handlers: the lock the prepare handler took is re-initialised,
- * not unlocked; the forking thread no longer holds it. */
-static inline void dsp_lock_forget(void) {
-    dsp_in_manager--;
-}
-
 /* Deferred frees, for a signal handler that interrupted its thread inside one
  * of our locks. p is freed later by the handler set for its kind with
  * dsp_defer_set_handler: DSP_DEFER_MALLOC, a pointer malloc handed out (the

@@ -16,6 +16,7 @@
  * - the reader validates the sequence counter before trusting its answer.
  * Writers are serialised by a mutex and change fields one atomic store at a
  * time between the two increments of the counter. */
+#include "fork.h"
 #include "registry.h"
 
 #include "reentry.h"
@@ -76,10 +77,11 @@ struct inner {
     struct node *child[INNER_MAX];
 };
 
+#define wmutex (dsp_fork_locks.registry) /* with the other fork locks (fork.h) */
+
 static struct {
     _Atomic unsigned seq; /* odd while a writer is changing the tree */
-    pthread_mutex_t wmutex;
-    struct node *root; /* NULL while empty */
+    struct node *root;    /* NULL while empty */
     size_t count;
     uint32_t gen;
     /* Freed nodes, linked through prev / child[0] (atomic stores: stale
@@ -88,7 +90,6 @@ static struct {
     struct inner *free_inners;
     struct dsp_slab leaves, inners;
 } R = {0,
-       PTHREAD_MUTEX_INITIALIZER,
        NULL,
        0,
        1,
@@ -206,7 +207,7 @@ uint32_t dsp_reg_generation(void) {
 /* --- writers (under wmutex, between the two increments of seq) --------------- */
 
 static void write_begin(void) {
-    dsp_lock(&R.wmutex);
+    dsp_lock(&wmutex);
     writing = 1;
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
@@ -221,7 +222,7 @@ static void write_end(void) {
                           memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
     writing = 0;
-    dsp_unlock(&R.wmutex);
+    dsp_unlock(&wmutex);
 }
 
 /* The writer's own reads need no atomics against itself, but the stores must
@@ -400,7 +401,7 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
     if (!len || end < base) return -EINVAL;
     struct payload v = {end, owner, 0, (uint16_t)kind, (uint16_t)flags};
     int rc, pos;
-    dsp_lock(&R.wmutex); /* checks first: a refused insert does not disturb readers */
+    dsp_lock(&wmutex); /* checks first: a refused insert does not disturb readers */
     v.gen = R.gen;
     struct leaf *p = writer_predecessor(end - 1, &pos);
     if (p && p->val[pos].end > base) {
@@ -409,7 +410,7 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
         rc = reserve_nodes();
     }
     if (rc) {
-        dsp_unlock(&R.wmutex);
+        dsp_unlock(&wmutex);
         return rc;
     }
     writing = 1;
@@ -516,17 +517,16 @@ int dsp_reg_set_flags(uintptr_t base, unsigned flags) {
 
 /* --- fork -------------------------------------------------------------------- */
 
-void dsp_reg_fork_prepare(void) {
-    dsp_lock(&R.wmutex);
+void dsp_reg_fork_prepare(void) { /* plain: fork.c blocks signals meanwhile */
+    pthread_mutex_lock(&wmutex);
 }
 void dsp_reg_fork_parent(void) {
-    dsp_unlock(&R.wmutex);
+    pthread_mutex_unlock(&wmutex);
 }
 
 void dsp_reg_fork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    R.wmutex = fresh;
-    dsp_lock_forget();
+    wmutex = fresh;
     /* prepare held the mutex, so no write was half done: seq is even. */
     ST(R.gen, R.gen + 1);
 }

@@ -34,13 +34,13 @@ static size_t reserved(void) {
 
 /* Spans tile [lo, bump): each starts where the previous ends. */
 static void assert_tiled(void) {
-    pthread_mutex_lock(&dsp_mgr.mu);
+    pthread_mutex_lock(dsp_mgr.mu);
     cr_assert_eq(dsp_mgr.first->base, atomic_load(&dsp_mgr.lo));
     for (struct dsp_span *s = dsp_mgr.first; s && s->anext; s = s->anext)
         cr_assert_eq(s->base + s->len, s->anext->base, "spans overlap or leave a hole");
     cr_assert_eq(dsp_mgr.last->base + dsp_mgr.last->len, dsp_mgr.bump);
     cr_assert_leq(dsp_mgr.bump, atomic_load(&dsp_mgr.hi));
-    pthread_mutex_unlock(&dsp_mgr.mu);
+    pthread_mutex_unlock(dsp_mgr.mu);
 }
 
 /* Regression (issue 12): under `ulimit -v 8G` the reservation took 4 GiB of
