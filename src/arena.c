@@ -40,10 +40,10 @@ static size_t as_left(void) {
     return rl.rlim_cur > vm ? (size_t)rl.rlim_cur - vm : 0;
 }
 
-static int hexval(char c) {
+static int hexval(char c) { /* the digit's value, or -EINVAL for no hex digit */
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
+    return -EINVAL;
 }
 
 /* An address in the middle of the largest hole of the address space (from
@@ -258,7 +258,7 @@ static struct dsp_span *take_bump(struct dsp_manager *m, size_t len, size_t alig
 
 /* Under mu, the arena being full for this block: reserves a piece right above
  * hi (1: the bump pointer has room now) or right below lo (2: a vacant span
- * has), never over anything, or fails (-1, logged once). A piece is at most
+ * has), never over anything, or fails (-ENOMEM, logged once). A piece is at most
  * DSP_ARENA_SIZE minus what is reserved and, under RLIMIT_AS, an eighth of
  * what the limit leaves, or just the block when that is larger but at most
  * half of it. lo and hi change only once the piece is ours, so dsp_in_arena
@@ -284,7 +284,7 @@ static int grow(struct dsp_manager *m, size_t len, size_t align) {
         struct dsp_span *s = new_span(m, lo - down, down, DSP_SPAN_VACANT);
         if (!s) {
             munmap((void *)(lo - down), down);
-            return -1;
+            return -ENOMEM;
         }
         link_after(m, NULL, s);
         atomic_store_explicit(&m->lo, lo - down, memory_order_release);
@@ -300,7 +300,7 @@ static int grow(struct dsp_manager *m, size_t len, size_t align) {
                  dsp_fmt_bytes(b, sizeof b, total),
                  dsp_fmt_bytes(c, sizeof c, left == SIZE_MAX ? 0 : left));
     }
-    return -1;
+    return -ENOMEM;
 }
 
 struct dsp_span *dsp_arena_take(struct dsp_manager *m, size_t len, size_t align) {

@@ -88,11 +88,11 @@ static int auto_threads(struct dsp_manager *m, size_t len) {
     return t < 1 ? 1 : (int)t;
 }
 
-/* Back to reserved address space, unlocking too: 0, or -1 when the pages could
- * not even be given back (then they stay populated and locked, and the caller
- * keeps them counted). The span's fields are not touched: this runs outside
- * the manager's lock (regression: TSan race between a populating thread and a
- * neighbour's coalescing in pool.threads_never_share_a_block). */
+/* Back to reserved address space, unlocking too: 0, or the -errno of the
+ * failed mmap when the pages could not even be given back (then they stay populated and locked, and
+ * the caller keeps them counted). The span's fields are not touched: this runs outside the
+ * manager's lock (regression: TSan race between a populating thread and a neighbour's coalescing in
+ * pool.threads_never_share_a_block). */
 static int unmap(struct dsp_manager *m, const struct dsp_span *s) {
     void *base = (void *)s->base;
     dsp_shm_punch(m, s); /* served memory: its pages out of the file first */
@@ -113,8 +113,7 @@ static int unmap(struct dsp_manager *m, const struct dsp_span *s) {
              "cannot give back %s after a failed pin (%s; vm.max_map_count?): it stays "
              "counted as pinned and out of use (stat pin_stuck_bytes)",
              dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-    errno = err;
-    return -1;
+    return -err;
 }
 
 /* The order matters for the kernel's VMA merging (issue 12: one VMA per block
@@ -225,8 +224,7 @@ int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
     if (s->locked && syscall(SYS_munlock, base, s->len) != 0) {
         dsp_once(DSP_LOG_WARN, "cannot unlock %s (%s; vm.max_map_count?): it stays in the pool",
                  dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-        errno = err;
-        return -1;
+        return -err;
     }
     advise(base, s->len, MADV_DONTNEED);
     s->locked = 0;

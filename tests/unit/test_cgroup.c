@@ -6,6 +6,7 @@
 #include "helpers.h"
 
 #include "harness.h"
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,9 +147,9 @@ Test(cgroup, missing_files_and_garbage_are_no_limit, .init = v1_tree) {
     struct dsp_cgroup cg;
     cr_assert_eq(dsp_cgroup_read(root, V1_SELF, &cg), 0);
     cr_assert_eq(cg.limit, SIZE_MAX);
-    cr_assert_eq(dsp_cgroup_read(root, "1:name=systemd:/\n", &cg), -1, "no memory controller");
+    cr_assert_eq(dsp_cgroup_read(root, "1:name=systemd:/\n", &cg), -ENOENT, "no memory controller");
     cr_assert_eq(cg.room, SIZE_MAX);
-    cr_assert_eq(dsp_cgroup_read("/nonexistent", "0::/\n", &cg), -1);
+    cr_assert_eq(dsp_cgroup_read("/nonexistent", "0::/\n", &cg), -ENOENT);
 }
 
 /* Hybrid: v1 memory and a v2 unified hierarchy without the memory controller. */

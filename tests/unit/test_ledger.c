@@ -43,7 +43,8 @@ static const char *open_refused(void) {
     struct dsp_ledger_conn c;
     const char *why = NULL;
     int err = 0;
-    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
+    int rc = dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err);
+    cr_assert_eq(rc, err ? -err : -EINVAL, "-errno, or -EINVAL when none applied: %d", rc);
     cr_assert_eq(c.fd, -1);
     cr_assert_null(c.map);
     return why;
@@ -59,7 +60,7 @@ Test(ledger, reserves_within_the_cap_and_gives_back, .init = fresh_path) {
     cr_assert_eq(dsp_ledger_claim(&c, 3, 1, 64 * MiB), 0);
     cr_assert_eq(dsp_ledger_try_reserve(&c, 48 * MiB, 64 * MiB), 0);
     cr_assert_eq(dsp_ledger_try_reserve(&c, 16 * MiB, 64 * MiB), 0, "alone, up to the cap");
-    cr_assert_eq(dsp_ledger_try_reserve(&c, 1, 64 * MiB), -1);
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 1, 64 * MiB), -ENOSPC);
     cr_assert_eq(dsp_ledger_total(c.map), 64 * MiB, "a refusal leaves nothing behind");
     dsp_ledger_sub(&c, 64 * MiB);
     cr_assert_eq(dsp_ledger_total(c.map), 0);
@@ -280,8 +281,9 @@ Test(ledger, refuses_another_keys_ledger_at_the_same_name, .init = fresh_path) {
     dsp_ledger_close(&c);
     const char *why;
     int err;
-    cr_assert_eq(dsp_ledger_open(&c, path, "key:other", 64 * MiB, &why, &err), -1);
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:other", 64 * MiB, &why, &err), -EINVAL);
     cr_assert_str_eq(why, "belongs to another key");
+    cr_assert_eq(err, 0, "no errno applies");
 }
 
 Test(ledger, paths_name_the_user_and_the_key, .init = fresh_path) {
@@ -300,7 +302,7 @@ Test(ledger, refuses_a_missing_directory, .init = fresh_path) {
     struct dsp_ledger_conn c;
     const char *why = NULL;
     int err = 0;
-    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -ENOENT);
     cr_assert_str_eq(why, "cannot be opened or created");
     cr_assert_eq(err, ENOENT);
 }
