@@ -44,8 +44,9 @@ void dsp_ledger_path(char *out, size_t cap, const char *dir, unsigned uid, const
 
 /* The lock that stands for slot i's owner: byte i of the file, through the
  * open file description (so the threads of one process share it, and a
- * fork child that closes its copy of the descriptor does not release it). */
-static int byte_lock(int fd, int i, short type) { /* 1 when taken, else 0 */
+ * fork child that closes its copy of the descriptor does not release it).
+ * 1 when the lock of that type was set, else 0 (held by another). */
+static int byte_lock(int fd, int i, short type) {
     struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = i, .l_len = 1};
     return fcntl(fd, F_OFD_SETLK, &fl) == 0;
 }

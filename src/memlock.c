@@ -12,7 +12,8 @@
  *   blocks, they are given back and the call tried once more (regressions:
  *   program_mlockall_gets_the_pool_back, program_mlock_gets_the_pool_back).
  * The calls are raw system calls: the sanitizers' interceptors make the mlock
- * family a silent no-op. */
+ * family a silent no-op. Each returns 0, or -1 and errno, as the system call
+ * (with memcalls.c, the exception to the core's -errno: internal.h). */
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"

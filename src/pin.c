@@ -23,15 +23,15 @@
 
 /* The manager's own advice goes to the kernel directly: the library's
  * exported madvise is the program's (memcalls.c), and would take the
- * manager's mutex, which a drop already holds. */
+ * manager's mutex, which a drop already holds. 0, or -errno. */
 static int advise(void *base, size_t len, int advice) {
-    return (int)syscall(SYS_madvise, base, len, advice);
+    return syscall(SYS_madvise, base, len, advice) == 0 ? 0 : -errno;
 }
 
 static int populate(char *base, size_t len) {
     /* One madvise populates the range without a fault per page (Linux 5.14). */
-    if (advise(base, len, MADV_POPULATE_WRITE) == 0) return 0;
-    if (errno != EINVAL) return -errno;
+    int rc = advise(base, len, MADV_POPULATE_WRITE);
+    if (rc != -EINVAL) return rc; /* done, or failed (-EINVAL: before Linux 5.14) */
     for (size_t off = 0; off < len; off += DSP_PAGE) ((volatile char *)base)[off] = 0;
     return 0;
 }

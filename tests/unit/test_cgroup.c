@@ -3,6 +3,7 @@
  * dsp_alloc(1 GiB) in a 512 MiB cgroup got the process OOM-killed (issue 12,
  * "Containers"). The real cgroup runs in tests/cgroup/limit.sh. */
 #include "cgroup.h"
+#include "sys.h"
 #include "helpers.h"
 
 #include "harness.h"
@@ -170,4 +171,14 @@ Test(cgroup, this_process) {
         cr_assert_eq(cg.room, cg.limit > cg.usage ? cg.limit - cg.usage : 0);
     else
         cr_assert_eq(cg.room, SIZE_MAX);
+}
+
+/* The readers under the parser: a file that cannot be opened is -errno, a
+ * number file that is missing or garbage is 0. */
+Test(cgroup, a_missing_file_reads_as_enoent) {
+    char buf[16];
+    size_t v = 7;
+    cr_assert_eq(dsp_sys_read("/nonexistent/memory.max", buf, sizeof buf), -ENOENT);
+    cr_assert_eq(dsp_sys_read_size("/nonexistent/memory.max", &v), 0);
+    cr_assert_eq(v, 7, "untouched");
 }

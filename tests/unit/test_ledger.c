@@ -369,3 +369,15 @@ Test(ledger, a_creator_killed_before_magic_leaves_a_usable_file, .init = fresh_p
     cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
     dsp_ledger_close(&c);
 }
+
+/* Every slot held by a live owner (one open file each, so one process can
+ * hold them all): the next claim answers -EBUSY and takes nothing. */
+Test(ledger, a_full_ledger_answers_ebusy, .init = fresh_path) {
+    static struct dsp_ledger_conn c[DSP_LEDGER_SLOTS + 1];
+    for (int i = 0; i <= DSP_LEDGER_SLOTS; i++) open_ok(&c[i], 64 * MiB);
+    for (int i = 0; i < DSP_LEDGER_SLOTS; i++)
+        cr_assert_eq(dsp_ledger_claim(&c[i], -1, -1, 64 * MiB), 0, "slot %d", i);
+    cr_assert_eq(dsp_ledger_claim(&c[DSP_LEDGER_SLOTS], -1, -1, 64 * MiB), -EBUSY);
+    cr_assert_eq(c[DSP_LEDGER_SLOTS].slot, -1);
+    for (int i = 0; i <= DSP_LEDGER_SLOTS; i++) dsp_ledger_close(&c[i]);
+}
