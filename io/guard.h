@@ -82,8 +82,8 @@ int dsp_guard_probe_ends(const void *p, size_t n);
 long dsp_guard_gather(void *dst, const void *const *src, size_t each, long n);
 
 /* 1 when process_vm_readv works on our own memory (seccomp may refuse it),
- * else 0: without it a thread that blocks SIGSEGV or SIGBUS cannot examine caller
- * memory at all, and its I/O passes through unexamined. */
+ * else 0: without it a thread that blocks SIGSEGV or SIGBUS cannot examine
+ * caller memory at all, and its I/O passes through unexamined. */
 int dsp_guard_checked_ok(void);
 
 #endif

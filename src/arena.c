@@ -259,9 +259,9 @@ static struct dsp_span *take_bump(struct dsp_manager *m, size_t len, size_t alig
 
 /* Under mu, the arena being full for this block: reserves a piece right above
  * hi (1: the bump pointer has room now) or right below lo (2: a vacant span
- * has), never over anything, or fails (-ENOMEM, logged once). A piece is at most
- * DSP_ARENA_SIZE minus what is reserved and, under RLIMIT_AS, an eighth of
- * what the limit leaves, or just the block when that is larger but at most
+ * has), never over anything, or fails (-ENOMEM, logged once). A piece is at
+ * most DSP_ARENA_SIZE minus what is reserved and, under RLIMIT_AS, an eighth
+ * of what the limit leaves, or just the block when that is larger but at most
  * half of it. lo and hi change only once the piece is ours, so dsp_in_arena
  * never covers anything else. */
 static int grow(struct dsp_manager *m, size_t len, size_t align) {

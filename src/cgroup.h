@@ -42,9 +42,9 @@ size_t dsp_cgroup_ram(void);
 /* For a new block of len bytes about to be populated, under the manager's
  * mutex: 1 (logged once) when the cgroup cannot hold it with a margin of
  * max(limit/16, 16 MiB) to spare, so the manager refuses with ENOMEM instead
- * of being OOM-killed, else 0. Every level is read at most once a second; in between
- * only the tightest level's limit and usage, and nothing where no level has a
- * limit. */
+ * of being OOM-killed, else 0. Every level is read at most once a second;
+ * in between only the tightest level's limit and usage, and nothing where no
+ * level has a limit. */
 int dsp_cgroup_refuses(size_t len);
 
 #endif

@@ -60,7 +60,8 @@ static inline int dsp_ensure_init(void) {
            dsp_init_slow();
 }
 
-/* Two loads and a compare: free() runs this on every pointer. */
+/* 1 when p lies in the arena, else 0. Two loads and a compare: free() runs
+ * this on every pointer. */
 static inline int dsp_in_arena(const void *p) {
     uintptr_t lo = atomic_load_explicit(&dsp_mgr.lo, memory_order_relaxed);
     return (uintptr_t)p - lo < atomic_load_explicit(&dsp_mgr.hi, memory_order_relaxed) - lo;
@@ -185,7 +186,8 @@ size_t dsp_pooled_bytes(struct dsp_manager *m); /* both pools */
 
 /* budget.c */
 void dsp_budget_configure(struct dsp_manager *m);
-/* Under mu: len more pinned bytes would fit the cap once `released` are given back. */
+/* Under mu: 1 when len more pinned bytes would fit the cap once `released`
+ * are given back, else 0. */
 int dsp_budget_fits_after_release(struct dsp_manager *m, size_t len, size_t released);
 /* The bytes the general pool must give back for len more to fit (0 when
  * they fit, or when even the whole pool would not be enough); lock: they

@@ -89,9 +89,10 @@ static int auto_threads(struct dsp_manager *m, size_t len) {
 }
 
 /* Back to reserved address space, unlocking too: 0, or the -errno of the
- * failed mmap when the pages could not even be given back (then they stay populated and locked, and
- * the caller keeps them counted). The span's fields are not touched: this runs outside the
- * manager's lock (regression: TSan race between a populating thread and a neighbour's coalescing in
+ * failed mmap when the pages could not even be given back (then they stay
+ * populated and locked, and the caller keeps them counted). The span's fields
+ * are not touched: this runs outside the manager's lock (regression: TSan race
+ * between a populating thread and a neighbour's coalescing in
  * pool.threads_never_share_a_block). */
 static int unmap(struct dsp_manager *m, const struct dsp_span *s) {
     void *base = (void *)s->base;
