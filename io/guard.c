@@ -94,9 +94,10 @@ static void on_fault(int sig, siginfo_t *info, void *uc) {
     errno = chain(sig, info, uc, err);
 }
 
+/* Our handler for sig, the program's kept in old: 0, or -errno of sigaction. */
 static int install_one(int sig, struct sigaction *old) {
     struct sigaction cur, sa;
-    if (sigaction(sig, NULL, &cur) != 0) return -1;
+    if (sigaction(sig, NULL, &cur) != 0) return -errno;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
     /* SA_NODEFER: the jump out leaves the signal mask as it was. SA_ONSTACK
@@ -108,15 +109,17 @@ static int install_one(int sig, struct sigaction *old) {
     sa.sa_flags = SA_SIGINFO | SA_NODEFER | (cur.sa_flags & SA_ONSTACK) |
                   (fn ? cur.sa_flags & SA_RESTART : SA_RESTART);
     sigemptyset(&sa.sa_mask);
-    return sigaction(sig, &sa, old);
+    return sigaction(sig, &sa, old) != 0 ? -errno : 0;
 }
 
 static void install(void) {
-    if (install_one(SIGSEGV, &old_act[0]) != 0 || install_one(SIGBUS, &old_act[1]) != 0) {
-        install_err = -errno;
+    int rc = install_one(SIGSEGV, &old_act[0]);
+    if (rc == 0) rc = install_one(SIGBUS, &old_act[1]);
+    if (rc != 0) {
+        install_err = rc;
         dsp_warn("libaio: cannot install the fault handler that turns bad pointers into -EFAULT "
                  "(%s): I/O passes through unexamined",
-                 dsp_errname(errno));
+                 dsp_errname(-rc));
         return;
     }
     int e = errno;

@@ -61,7 +61,8 @@ void dsp_guard_leave(int prev);
     while (0)
 
 /* Rules out, without touching it, memory no process can map: the first 64 KiB
- * (NULL and small integers) and addresses past the user half. */
+ * (NULL and small integers) and addresses past the user half. 1 when [p, p+n)
+ * may be mapped, else 0. */
 static inline int dsp_guard_plausible(uintptr_t p, size_t n) {
     return p >= 65536 && p + n >= p && p + n <= DSP_USER_VA_END;
 }
@@ -80,9 +81,9 @@ int dsp_guard_probe_ends(const void *p, size_t n);
  * dsp_guard_faults_ok == 0; n at most 256. */
 long dsp_guard_gather(void *dst, const void *const *src, size_t each, long n);
 
-/* 1 when process_vm_readv works on our own memory (seccomp may refuse it):
- * without it a thread that blocks SIGSEGV or SIGBUS cannot examine caller
- * memory at all, and its I/O passes through unexamined. */
+/* 1 when process_vm_readv works on our own memory (seccomp may refuse it),
+ * else 0: without it a thread that blocks SIGSEGV or SIGBUS cannot examine
+ * caller memory at all, and its I/O passes through unexamined. */
 int dsp_guard_checked_ok(void);
 
 #endif

@@ -40,10 +40,10 @@ static size_t as_left(void) {
     return rl.rlim_cur > vm ? (size_t)rl.rlim_cur - vm : 0;
 }
 
-static int hexval(char c) {
+static int hexval(char c) { /* the digit's value, or -EINVAL for no hex digit */
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
+    return -EINVAL;
 }
 
 /* An address in the middle of the largest hole of the address space (from
@@ -90,16 +90,17 @@ static uintptr_t roomy_place(size_t len) {
     return (best + best_len / 2 - len / 2) & ~(uintptr_t)(ARENA_ALIGN - 1);
 }
 
-/* Reserves exactly [at, at + len), never over anything: 1 or 0. */
+/* Reserves exactly [at, at + len), never over anything: 0, or -errno of
+ * mmap (-EEXIST when something is there). */
 static int map_at(struct dsp_manager *m, uintptr_t at, size_t len) {
     void *p = mmap((void *)at, len, PROT_NONE, RESERVE_FLAGS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p == MAP_FAILED) return 0;
+    if (p == MAP_FAILED) return -errno;
     if ((uintptr_t)p != at) { /* a kernel before 4.17 took the address as a hint */
         munmap(p, len);
-        return 0;
+        return -EEXIST;
     }
     dsp_arena_unlock_reserved(m, at, len);
-    return 1;
+    return 0;
 }
 
 static void publish_range(struct dsp_manager *m, uintptr_t lo, uintptr_t hi) {
@@ -112,7 +113,7 @@ static int reserve_limited(struct dsp_manager *m, size_t left) {
     if (want > m->arena_size) want = m->arena_size;
     if (want < PIECE_ALIGN) return -ENOMEM;
     uintptr_t lo = roomy_place(want);
-    if (!lo || !map_at(m, lo, want)) {
+    if (!lo || map_at(m, lo, want) != 0) {
         void *p = mmap(NULL, want + PIECE_ALIGN, PROT_NONE, RESERVE_FLAGS, -1, 0);
         if (p == MAP_FAILED) return -ENOMEM;
         uintptr_t raw = (uintptr_t)p;
@@ -258,9 +259,9 @@ static struct dsp_span *take_bump(struct dsp_manager *m, size_t len, size_t alig
 
 /* Under mu, the arena being full for this block: reserves a piece right above
  * hi (1: the bump pointer has room now) or right below lo (2: a vacant span
- * has), never over anything, or fails (-1, logged once). A piece is at most
- * DSP_ARENA_SIZE minus what is reserved and, under RLIMIT_AS, an eighth of
- * what the limit leaves, or just the block when that is larger but at most
+ * has), never over anything, or fails (-ENOMEM, logged once). A piece is at
+ * most DSP_ARENA_SIZE minus what is reserved and, under RLIMIT_AS, an eighth
+ * of what the limit leaves, or just the block when that is larger but at most
  * half of it. lo and hi change only once the piece is ours, so dsp_in_arena
  * never covers anything else. */
 static int grow(struct dsp_manager *m, size_t len, size_t align) {
@@ -276,15 +277,15 @@ static int grow(struct dsp_manager *m, size_t len, size_t align) {
     size_t down = need_below > share ? need_below : share;
     int up_ok = up <= room && (up == share || up <= left / 2);
     int down_ok = down <= room && (down == share || down <= left / 2) && lo > down;
-    if (up_ok && map_at(m, hi, up)) {
+    if (up_ok && map_at(m, hi, up) == 0) {
         atomic_store_explicit(&m->hi, hi + up, memory_order_release);
         return 1;
     }
-    if (down_ok && map_at(m, lo - down, down)) {
+    if (down_ok && map_at(m, lo - down, down) == 0) {
         struct dsp_span *s = new_span(m, lo - down, down, DSP_SPAN_VACANT);
         if (!s) {
             munmap((void *)(lo - down), down);
-            return -1;
+            return -ENOMEM;
         }
         link_after(m, NULL, s);
         atomic_store_explicit(&m->lo, lo - down, memory_order_release);
@@ -300,7 +301,7 @@ static int grow(struct dsp_manager *m, size_t len, size_t align) {
                  dsp_fmt_bytes(b, sizeof b, total),
                  dsp_fmt_bytes(c, sizeof c, left == SIZE_MAX ? 0 : left));
     }
-    return -1;
+    return -ENOMEM;
 }
 
 struct dsp_span *dsp_arena_take(struct dsp_manager *m, size_t len, size_t align) {
@@ -336,7 +337,7 @@ size_t dsp_arena_shed_tail(struct dsp_manager *m) {
 
 void dsp_arena_restore_tail(struct dsp_manager *m, size_t len) {
     if (!len) return;
-    if (map_at(m, m->bump, len)) {
+    if (map_at(m, m->bump, len) == 0) {
         atomic_store_explicit(&m->hi, m->bump + len, memory_order_release);
         return;
     }

@@ -117,7 +117,7 @@ size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max);
 void dsp_cuda_evicted(void *token);
 
 /* 1 when giving back the registered pool would leave room for len more
- * pinned bytes (so a hopeless request does not empty it). */
+ * pinned bytes, else 0 (so a hopeless request does not empty it). */
 int dsp_cuda_pool_would_make_room(size_t len);
 
 #endif

@@ -146,15 +146,16 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
             break;
         }
     }
-    return found ? 0 : -1;
+    return found ? 0 : -ENOENT;
 }
 
 int dsp_cgroup_query(struct dsp_cgroup *out) {
     char text[4096];
-    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) <= 0) {
+    long n = dsp_sys_read("/proc/self/cgroup", text, sizeof text);
+    if (n <= 0) {
         memset(out, 0, sizeof *out);
         out->limit = out->room = NONE;
-        return -1;
+        return n < 0 ? (int)n : -ENOENT;
     }
     return dsp_cgroup_read("/sys/fs/cgroup", text, out);
 }

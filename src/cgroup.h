@@ -21,8 +21,8 @@ struct dsp_cgroup {
  * (/sys/fs/cgroup): v2 memory.max and memory.high against memory.current,
  * v1 memory.limit_in_bytes against memory.usage_in_bytes, at every level from
  * the process's cgroup up to the root; the level with the least room wins.
- * Allocation-free. 0, or -1 when no memory cgroup was found (out->room is
- * SIZE_MAX then). */
+ * Allocation-free. 0, or -ENOENT when no memory cgroup was found (out->room
+ * is SIZE_MAX then). */
 int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup *out);
 
 /* From the text of /proc/self/cgroup, the path of the line whose
@@ -30,7 +30,8 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
  * path set, else 0. */
 int dsp_cgroup_path(const char *proc_cgroup, const char *want, char *path, size_t cap);
 
-/* The same for this process, from /proc/self/cgroup and /sys/fs/cgroup. */
+/* The same for this process, from /proc/self/cgroup and /sys/fs/cgroup: 0,
+ * -ENOENT, or -errno when /proc/self/cgroup cannot be opened. */
 int dsp_cgroup_query(struct dsp_cgroup *out);
 
 /* RAM, or the memory cgroup's room when that is smaller: the memory this
@@ -41,9 +42,9 @@ size_t dsp_cgroup_ram(void);
 /* For a new block of len bytes about to be populated, under the manager's
  * mutex: 1 (logged once) when the cgroup cannot hold it with a margin of
  * max(limit/16, 16 MiB) to spare, so the manager refuses with ENOMEM instead
- * of being OOM-killed. Every level is read at most once a second; in between
- * only the tightest level's limit and usage, and nothing where no level has a
- * limit. */
+ * of being OOM-killed, else 0. Every level is read at most once a second;
+ * in between only the tightest level's limit and usage, and nothing where no
+ * level has a limit. */
 int dsp_cgroup_refuses(size_t len);
 
 #endif

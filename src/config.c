@@ -3,6 +3,7 @@
 #include "fmt.h"
 #include "log.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -32,10 +33,11 @@ static int word_eq(const char *a, const char *b) {
     return *a == 0 && *b == 0;
 }
 
+/* The parsers: 0 with *out set, or -EINVAL (out untouched). */
 static int parse_enum(const char *const *words, const char *text, long long *out) {
     for (int i = 0; words[i]; i++)
         if (word_eq(words[i], text)) return *out = i, 0;
-    return -1;
+    return -EINVAL;
 }
 
 static int parse_bool(const char *t, long long *out) {
@@ -45,17 +47,18 @@ static int parse_bool(const char *t, long long *out) {
         if (word_eq(t, yes[i])) return *out = 1, 0;
         if (word_eq(t, no[i])) return *out = 0, 0;
     }
-    return -1;
+    return -EINVAL;
 }
 
 static int parse_int(const char *t, long long lo, long long hi, long long *out) {
     long long v = 0;
-    if (!*t) return -1;
+    if (!*t) return -EINVAL;
     for (; *t; t++) {
-        if (*t < '0' || *t > '9') return -1;
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *t - '0', &v)) return -1;
+        if (*t < '0' || *t > '9') return -EINVAL;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *t - '0', &v))
+            return -EINVAL;
     }
-    if (v < lo || v > hi) return -1;
+    if (v < lo || v > hi) return -EINVAL;
     *out = v;
     return 0;
 }
@@ -64,12 +67,12 @@ static int parse_int(const char *t, long long lo, long long hi, long long *out) 
  * sticky bit). */
 static int parse_mode(const char *t, long long *out) {
     long long v = 0;
-    if (!*t || strlen(t) > 4) return -1;
+    if (!*t || strlen(t) > 4) return -EINVAL;
     for (; *t; t++) {
-        if (*t < '0' || *t > '7') return -1;
+        if (*t < '0' || *t > '7') return -EINVAL;
         v = v * 8 + (*t - '0');
     }
-    if (v > 0777) return -1;
+    if (v > 0777) return -EINVAL;
     *out = v;
     return 0;
 }
@@ -78,20 +81,20 @@ static int parse_mode(const char *t, long long *out) {
 static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) {
     unsigned long long whole = 0, frac = 0, frac_div = 1;
     const char *p = t;
-    if (*p < '0' || *p > '9') return -1;
+    if (*p < '0' || *p > '9') return -EINVAL;
     for (; *p >= '0' && *p <= '9'; p++)
         if (__builtin_mul_overflow(whole, 10, &whole) ||
             __builtin_add_overflow(whole, (unsigned)(*p - '0'), &whole))
-            return -1;
+            return -EINVAL;
     if (*p == '.') {
         p++;
-        if (*p < '0' || *p > '9') return -1;
+        if (*p < '0' || *p > '9') return -EINVAL;
         for (; *p >= '0' && *p <= '9'; p++)
             if (frac_div < 1000000000ull) frac = frac * 10 + (unsigned)(*p - '0'), frac_div *= 10;
     }
     unsigned __int128 v;
     if (*p == '%') {
-        if (!allow_pct || p[1] || whole > 100 || (whole == 100 && frac)) return -1;
+        if (!allow_pct || p[1] || whole > 100 || (whole == 100 && frac)) return -EINVAL;
         v = ((unsigned __int128)ram * whole + (unsigned __int128)ram * frac / frac_div) / 100;
     } else {
         unsigned shift = 0;
@@ -113,21 +116,21 @@ static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) 
         case 'b':
             break; /* "4096B" */
         default:
-            return -1;
+            return -EINVAL;
         }
         if (*p && shift) {
             p++;
             if (lower(*p) == 'i') p++;
             if (lower(*p) == 'b') p++;
-            if (*p) return -1;
+            if (*p) return -EINVAL;
         } else if (*p) {
-            if (p[1] || frac) return -1; /* a bare B, whole bytes only */
+            if (p[1] || frac) return -EINVAL; /* a bare B, whole bytes only */
         } else if (frac) {
-            return -1; /* fractional bytes */
+            return -EINVAL; /* fractional bytes */
         }
         v = ((unsigned __int128)whole << shift) + (((unsigned __int128)frac << shift) / frac_div);
     }
-    if (v >= (unsigned __int128)DSP_SIZE_OFF || v > (unsigned __int128)INT64_MAX) return -1;
+    if (v >= (unsigned __int128)DSP_SIZE_OFF || v > (unsigned __int128)INT64_MAX) return -EINVAL;
     *out = (long long)v;
     return 0;
 }
@@ -160,7 +163,7 @@ int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long
         }
         return parse_size(text, strchr(d->forms, '%') != NULL, ram, out);
     }
-    return -1;
+    return -EINVAL;
 }
 
 /* Levenshtein distance of two short names, capped at 31 characters. */

@@ -72,7 +72,7 @@ void dsp_config_load(char *const *env, size_t ram);
 /* The same, secure execution given (tests). */
 void dsp_config_load_as(char *const *env, size_t ram, int secure);
 
-/* One value, as config_load would parse it: 0 on success, -1 if invalid. */
+/* One value, as config_load would parse it: 0 on success, -EINVAL if invalid. */
 int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out);
 
 /* The closest option name to `name` within a small edit distance, or NULL. */

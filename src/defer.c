@@ -6,6 +6,8 @@
 #include "log.h"
 #include "stats.h"
 
+#include <errno.h>
+
 #define SLOTS 256
 
 DSP_TLS int dsp_in_manager;
@@ -21,7 +23,7 @@ void dsp_defer_set_handler(int kind, void (*fn)(void *)) {
 
 int dsp_defer_free(void *p, int kind) {
     uintptr_t v = (uintptr_t)p | (uintptr_t)(kind & 1);
-    if (!p || ((uintptr_t)p & 1)) return -1;
+    if (!p || ((uintptr_t)p & 1)) return -EINVAL;
     for (size_t i = 0; i < SLOTS; i++) {
         uintptr_t none = 0;
         if (atomic_load_explicit(&slot[i], memory_order_relaxed) == 0 &&
@@ -36,7 +38,7 @@ int dsp_defer_free(void *p, int kind) {
              "free of %p in a signal handler deferred, but the deferred-free area is full "
              "(%d blocks); the block is leaked",
              p, SLOTS);
-    return -1;
+    return -ENOSPC;
 }
 
 /* A block is freed with dsp_block_free, not dsp_free: no driver call

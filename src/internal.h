@@ -1,5 +1,11 @@
 /* Shared definitions of the manager core. Everything here is hidden from the
- * dynamic symbol table by -fvisibility=hidden and the export map. */
+ * dynamic symbol table by -fvisibility=hidden and the export map.
+ *
+ * Errors inside the core: 0 or a non-negative result, or -errno; predicates
+ * 1 or 0. The exceptions are named: the program's own system calls
+ * (memcalls.c, memlock.c) return -1 and set errno, the public API in
+ * include/dspreload.h its documented values (docs/design.md, "Layers of the
+ * core"). */
 #ifndef DSP_INTERNAL_H
 #define DSP_INTERNAL_H
 

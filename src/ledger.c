@@ -44,7 +44,8 @@ void dsp_ledger_path(char *out, size_t cap, const char *dir, unsigned uid, const
 
 /* The lock that stands for slot i's owner: byte i of the file, through the
  * open file description (so the threads of one process share it, and a
- * fork child that closes its copy of the descriptor does not release it). */
+ * fork child that closes its copy of the descriptor does not release it).
+ * 1 when the lock of that type was set, else 0 (held by another). */
 static int byte_lock(int fd, int i, short type) {
     struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = i, .l_len = 1};
     return fcntl(fd, F_OFD_SETLK, &fl) == 0;
@@ -52,20 +53,20 @@ static int byte_lock(int fd, int i, short type) {
 
 int dsp_ledger_slot_alive(int fd, int i) {
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = i, .l_len = 1};
-    if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return -1;
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return -errno;
     return fl.l_type != F_UNLCK;
 }
 
 int dsp_ledger_check(const struct dsp_ledger_map *m, unsigned uid, const char **why) {
     const struct dsp_ledger_head *h = &m->head.h;
-    if (h->magic != DSP_LEDGER_MAGIC) return *why = "is corrupt (bad magic)", -1;
+    if (h->magic != DSP_LEDGER_MAGIC) return *why = "is corrupt (bad magic)", -EINVAL;
     if (h->version != DSP_LEDGER_VERSION || h->layout != LAYOUT || h->nslots != DSP_LEDGER_SLOTS ||
         h->slot_size != sizeof(struct dsp_ledger_slot))
-        return *why = "has another version or layout (an older or newer dspreload?)", -1;
-    if (h->uid != uid) return *why = "names another user", -1;
-    if (memchr(h->key, 0, sizeof h->key) == NULL) return *why = "is corrupt (key)", -1;
+        return *why = "has another version or layout (an older or newer dspreload?)", -EINVAL;
+    if (h->uid != uid) return *why = "names another user", -EINVAL;
+    if (memchr(h->key, 0, sizeof h->key) == NULL) return *why = "is corrupt (key)", -EINVAL;
     if (atomic_load(&h->hwm) > DSP_LEDGER_SLOTS || atomic_load(&h->cap) == 0)
-        return *why = "is corrupt (counters)", -1;
+        return *why = "is corrupt (counters)", -EINVAL;
     return 0;
 }
 
@@ -85,18 +86,20 @@ static void initialise(struct dsp_ledger_map *m, const char *key, uint64_t cap) 
 }
 
 /* The initialiser's flock, waited for 2 s at most: a process stopped (^Z)
- * in the middle of its open must not stall every other first pin. */
+ * in the middle of its open must not stall every other first pin. 0, or
+ * -errno (-EWOULDBLOCK when the 2 s passed). */
 static int lock_bounded(int fd) {
     for (int i = 0; i < 2000; i++) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
-        if (errno != EWOULDBLOCK && errno != EINTR) return -1;
+        if (errno != EWOULDBLOCK && errno != EINTR) return -errno;
         struct timespec ts = {0, 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    errno = EWOULDBLOCK;
-    return -1;
+    return -EWOULDBLOCK;
 }
 
+/* The open's failure: c emptied, *why and *err set; -e, or -EINVAL when no
+ * errno applies (e 0: the file is not one to use). */
 static int refuse(struct dsp_ledger_conn *c, const char *w, int e, const char **why, int *err) {
     if (c->map) munmap(c->map, sizeof *c->map);
     if (c->fd >= 0) close(c->fd);
@@ -104,7 +107,7 @@ static int refuse(struct dsp_ledger_conn *c, const char *w, int e, const char **
     c->fd = -1;
     *why = w;
     *err = e;
-    return -1;
+    return e ? -e : -EINVAL;
 }
 
 int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key, uint64_t cap,
@@ -137,7 +140,8 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
      * which the others wait for (it covers a few system calls on a 20 KiB
      * file). A creator killed before it finished left a file of size 0 or
      * without magic: the next one to hold the flock initialises it. */
-    if (lock_bounded(c->fd) != 0) return refuse(c, "cannot be locked", errno, why, err);
+    int rc = lock_bounded(c->fd);
+    if (rc != 0) return refuse(c, "cannot be locked", -rc, why, err);
     if (fstat(c->fd, &st) != 0) return refuse(c, "cannot be examined", errno, why, err);
     int fresh = st.st_size == 0;
     if (!fresh && (size_t)st.st_size != sizeof *c->map)
@@ -244,7 +248,7 @@ int dsp_ledger_claim(struct dsp_ledger_conn *c, int rank, int local_rank, uint64
         c->slot = i;
         return 0;
     }
-    return -1;
+    return -EBUSY;
 }
 
 void dsp_ledger_leave(struct dsp_ledger_conn *c) {
@@ -278,7 +282,7 @@ int dsp_ledger_try_reserve(struct dsp_ledger_conn *c, uint64_t len, uint64_t cap
         ok = users <= 1 || mine <= cap / users || sum == mine;
     }
     if (!ok) atomic_fetch_sub(&s->reserved, len);
-    return ok ? 0 : -1;
+    return ok ? 0 : -ENOSPC;
 }
 
 void dsp_ledger_sub(struct dsp_ledger_conn *c, uint64_t len) {

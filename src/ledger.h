@@ -74,9 +74,9 @@ struct dsp_ledger_conn {
     unsigned long long dev, ino; /* of the file fd was opened on */
 };
 
-/* Whether c->fd is still the ledger's descriptor: a program that closes
- * descriptors it does not own (closefrom) releases the slot's lock, and the
- * number may be reused for a file of its own. */
+/* 1 when c->fd is still the ledger's descriptor, else 0: a program that
+ * closes descriptors it does not own (closefrom) releases the slot's lock,
+ * and the number may be reused for a file of its own. */
 int dsp_ledger_fd_ok(const struct dsp_ledger_conn *c);
 
 /* 64-bit FNV-1a of the first n bytes of s (up to its NUL). */
@@ -85,8 +85,9 @@ uint64_t dsp_ledger_hash(const char *s, size_t n);
 void dsp_ledger_path(char *out, size_t cap, const char *dir, unsigned uid, const char *key);
 
 /* Opens or creates the ledger at path for key, cap being the node cap this
- * process would set on a ledger without users. 0, or -1 with *why (a static
- * phrase naming the reason) and *err (an errno, 0 when none applies); never
+ * process would set on a ledger without users. 0, or a negative errno with
+ * *why (a static phrase naming the reason) and *err (the errno that applied,
+ * 0 when none did: the return is -EINVAL then, for a file not to use); never
  * follows a symbolic link, and refuses anything but a regular file of this
  * euid, writable by it alone, of the exact size, with this layout and key.
  * No slot is claimed. */
@@ -94,15 +95,15 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
                     const char **why, int *err);
 void dsp_ledger_close(struct dsp_ledger_conn *c); /* leaves the slot first */
 
-/* Claims a free slot (reclaiming a dead owner's on the way): 0, or -1 when
- * all are held by live processes. */
+/* Claims a free slot (reclaiming a dead owner's on the way): 0, or -EBUSY
+ * when all are held by live processes. */
 int dsp_ledger_claim(struct dsp_ledger_conn *c, int rank, int local_rank, uint64_t cap);
 /* Gives the slot back (its bytes with it): at exit. */
 void dsp_ledger_leave(struct dsp_ledger_conn *c);
 
 /* Adds len to the own slot if the sum over all slots stays within cap and,
  * once that sum passes cap - cap/8, the own slot within cap/users (the fair
- * share: see docs/design.md). 0, or -1 (nothing changed). */
+ * share: see docs/design.md). 0, or -ENOSPC (nothing changed). */
 int dsp_ledger_try_reserve(struct dsp_ledger_conn *c, uint64_t len, uint64_t cap);
 void dsp_ledger_sub(struct dsp_ledger_conn *c, uint64_t len);
 
@@ -115,9 +116,10 @@ uint64_t dsp_ledger_reclaim(struct dsp_ledger_conn *c);
 uint64_t dsp_ledger_ask_yield(struct dsp_ledger_conn *c);
 
 /* Whether slot i's owner still holds its lock (fd: any descriptor of the
- * file, read-only will do). 1 alive, 0 gone, -1 unknown. */
+ * file, read-only will do). 1 alive, 0 gone, or -errno of fcntl (unknown). */
 int dsp_ledger_slot_alive(int fd, int i);
-/* Checks a mapping's header (the launcher's read-only view): 0 or -1 with *why. */
+/* Checks a mapping's header (the launcher's read-only view): 0, or -EINVAL
+ * with *why. */
 int dsp_ledger_check(const struct dsp_ledger_map *m, unsigned uid, const char **why);
 
 #endif

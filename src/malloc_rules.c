@@ -2,12 +2,14 @@
 
 #include "internal.h"
 
+#include <errno.h>
 #include <string.h>
 
 int dsp_mrule_request(size_t size, size_t align, size_t *req) {
-    if (align & (align - 1) || align > DSP_MRULE_MAX_ALIGN) return -1;
+    if (align & (align - 1) || align > DSP_MRULE_MAX_ALIGN) return -EINVAL;
     size_t pad = align > DSP_PAGE ? align - DSP_PAGE : 0, r;
-    if (__builtin_add_overflow(size, pad, &r) || r > DSP_USER_VA_END || r == 0) return -1;
+    if (__builtin_add_overflow(size, pad, &r) || r > DSP_USER_VA_END) return -EOVERFLOW;
+    if (r == 0) return -EINVAL;
     *req = r;
     return 0;
 }
@@ -55,10 +57,10 @@ int dsp_sites_get(struct dsp_sites *t, uintptr_t addr) {
     for (size_t i = 0; i < DSP_SITES_PROBE; i++) {
         uintptr_t v =
             atomic_load_explicit(&t->slot[(h + i) & (DSP_SITES - 1)], memory_order_relaxed);
-        if (!v) return -1;
+        if (!v) return -ENOENT;
         if (v >> 1 == addr) return (int)(v & 1);
     }
-    return -1;
+    return -ENOENT;
 }
 
 void dsp_sites_put(struct dsp_sites *t, uintptr_t addr, int allowed) {

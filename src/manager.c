@@ -98,14 +98,16 @@ static void fill(struct dsp_block *out, const struct dsp_span *s) {
     out->unsynced = s->unsynced;
 }
 
-/* Under mu: publishes a span as a live block of len bytes. */
+/* Under mu: publishes a span as a live block of len bytes: 0, or the
+ * registry's -errno (logged). */
 static int go_live(struct dsp_span *s, size_t len) {
     s->block = len;
     unsigned flags = s->reg ? DSP_BLOCKF_REG | s->user : s->user;
-    if (dsp_reg_insert(s->base, len, DSP_RANGE_BLOCK, flags, s) != 0) {
+    int rc = dsp_reg_insert(s->base, len, DSP_RANGE_BLOCK, flags, s);
+    if (rc != 0) {
         dsp_once(DSP_LOG_WARN, "out of memory for the registry; the caller falls back");
         dsp_stat_add(DSP_ST_pin_failures, 1);
-        return -1;
+        return rc;
     }
     count_live(len, 1);
     return 0;

@@ -60,7 +60,8 @@ static inline int dsp_ensure_init(void) {
            dsp_init_slow();
 }
 
-/* Two loads and a compare: free() runs this on every pointer. */
+/* 1 when p lies in the arena, else 0. Two loads and a compare: free() runs
+ * this on every pointer. */
 static inline int dsp_in_arena(const void *p) {
     uintptr_t lo = atomic_load_explicit(&dsp_mgr.lo, memory_order_relaxed);
     return (uintptr_t)p - lo < atomic_load_explicit(&dsp_mgr.hi, memory_order_relaxed) - lo;
@@ -88,13 +89,16 @@ void dsp_arena_unlock_vacant(struct dsp_manager *m);
  * in force (a cheap check otherwise). Keeps errno. */
 void dsp_arena_unlock_reserved(struct dsp_manager *m, uintptr_t base, size_t len);
 
-/* memlock.c: the program's own mlockall/mlock with the shim present. */
+/* memlock.c: the program's own mlockall/mlock with the shim present. The
+ * exception to the core's -errno: each returns 0, or -1 and errno, as the
+ * system call. */
 /* mlockall(flags) that never counts reserved-only address space as locked
  * (the kernel's MCL_CURRENT check compares all of VmSize with RLIMIT_MEMLOCK)
  * and, refused for the limit while the pool holds blocks, gives the pool back
- * (dsp_trim) and tries once more. Return value and errno as the kernel's. */
+ * (dsp_trim) and tries once more. 0, or -1 and errno, as the system call. */
 int dsp_arena_mlockall(int flags);
-/* mlock (mlock2 when two) with the same retry: the program's quota comes first. */
+/* mlock (mlock2 when two) with the same retry: the program's quota comes
+ * first. 0, or -1 and errno, as the system call. */
 int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
 
 /* pin.c: memory of a span. */
@@ -114,8 +118,9 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
 #define DSP_PIN_IS_STUCK(rc) ((rc) <= DSP_PIN_STUCK_BASE)
 int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
                           int want_huge);
-/* Unlock, free the memory, PROT_NONE again: 0, or -1 when a locked span could
- * not even be unlocked (then it is unchanged and must stay accounted). */
+/* Unlock, free the memory, PROT_NONE again: 0, or the -errno of the failed
+ * mmap (logged with it) when a locked span could not even be unlocked (then
+ * it is unchanged and must stay accounted). */
 int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s);
 /* mlock2(MLOCK_ONFAULT) of a mapped range, the way every block is locked (so
  * that relocked ranges keep merging with their neighbours): 0 or -errno. */
@@ -147,8 +152,10 @@ size_t dsp_maps_max(void);                     /* vm.max_map_count (65530 if unr
 size_t dsp_maps_reserve(size_t max_map_count); /* maps left to the program */
 
 /* memcalls.c: the program's own memory calls on arena memory (munlock,
- * munlockall, mprotect, madvise); each returns as the system call would. */
-int dsp_mem_in_arena(const void *addr, size_t len);         /* any overlap */
+ * munlockall, mprotect, madvise). The exception to the core's -errno: each
+ * dsp_mem_* call but dsp_mem_in_arena returns 0, or -1 and errno, as the
+ * system call. */
+int dsp_mem_in_arena(const void *addr, size_t len);         /* 1 on any overlap, else 0 */
 int dsp_mem_mlock(const void *addr, size_t len, int flags); /* flags < 0: mlock, else mlock2 */
 int dsp_mem_munlock(const void *addr, size_t len);
 int dsp_mem_munlockall(void);
@@ -179,7 +186,8 @@ size_t dsp_pooled_bytes(struct dsp_manager *m); /* both pools */
 
 /* budget.c */
 void dsp_budget_configure(struct dsp_manager *m);
-/* Under mu: len more pinned bytes would fit the cap once `released` are given back. */
+/* Under mu: 1 when len more pinned bytes would fit the cap once `released`
+ * are given back, else 0. */
 int dsp_budget_fits_after_release(struct dsp_manager *m, size_t len, size_t released);
 /* The bytes the general pool must give back for len more to fit (0 when
  * they fit, or when even the whole pool would not be enough); lock: they

@@ -15,6 +15,8 @@
  * - madvise(MADV_DONTNEED/MADV_FREE) on a block zeroes it and returns 0, where
  *   the kernel would refuse locked memory with EINVAL: glibc's memory would
  *   read zeros afterwards, and the pages stay resident, locked and registered.
+ * Each returns 0, or -1 and errno, as the system call it stands for: these
+ * calls (with memlock.c's) are the exception to the core's -errno (internal.h).
  * The checks are one compare for calls outside the arena, and a walk of the
  * spans the call covers, under the manager's mutex, for calls inside. A call
  * from a signal handler that interrupted this thread inside the manager

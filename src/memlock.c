@@ -12,7 +12,8 @@
  *   blocks, they are given back and the call tried once more (regressions:
  *   program_mlockall_gets_the_pool_back, program_mlock_gets_the_pool_back).
  * The calls are raw system calls: the sanitizers' interceptors make the mlock
- * family a silent no-op. */
+ * family a silent no-op. Each returns 0, or -1 and errno, as the system call
+ * (with memcalls.c, the exception to the core's -errno: internal.h). */
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
@@ -29,27 +30,28 @@
 /* Under mu. MCL_CURRENT runs without MCL_FUTURE first, so that the tail can
  * be reserved again unlocked (with VM_LOCKED in the defaults the kernel would
  * count it against RLIMIT_MEMLOCK and refuse); MCL_FUTURE alone then leaves
- * the existing mappings as they are. */
-static int lock_all(int flags, int *err) {
+ * the existing mappings as they are. 0, or -errno (dsp_arena_mlockall sets
+ * errno from it, as the system call). */
+static int lock_all(int flags) {
     struct dsp_manager *m = &dsp_mgr;
     /* Reserved after MCL_FUTURE, the arena would be locked and counted against
      * RLIMIT_MEMLOCK (and refused): reserve it now, while it still can be. */
     if ((flags & MCL_FUTURE) && !atomic_load_explicit(&m->lo, memory_order_relaxed))
         dsp_arena_reserve(m);
     if (!(flags & MCL_CURRENT)) {
-        if (syscall(SYS_mlockall, flags) != 0) return *err = errno, -1;
+        if (syscall(SYS_mlockall, flags) != 0) return -errno;
         atomic_store(&m->lock_future, (flags & MCL_FUTURE) != 0);
         return 0;
     }
     size_t tail = dsp_arena_shed_tail(m);
     long rc = syscall(SYS_mlockall, flags & ~MCL_FUTURE);
-    *err = errno;
+    int err = errno;
     dsp_arena_restore_tail(m, tail);
-    if (rc != 0) return -1;
+    if (rc != 0) return -err;
     atomic_store(&m->lock_future, 0); /* the kernel cleared its defaults */
     dsp_arena_unlock_vacant(m);
     if (flags & MCL_FUTURE) {
-        if (syscall(SYS_mlockall, MCL_FUTURE | (flags & MCL_ONFAULT)) != 0) return *err = errno, -1;
+        if (syscall(SYS_mlockall, MCL_FUTURE | (flags & MCL_ONFAULT)) != 0) return -errno;
         atomic_store(&m->lock_future, 1);
     }
     return 0;
@@ -66,18 +68,19 @@ static void log_retry(const char *call, int err, size_t pooled) {
 int dsp_arena_mlockall(int flags) {
     struct dsp_manager *m = &dsp_mgr;
     if (dsp_in_manager || !dsp_ensure_init()) return (int)syscall(SYS_mlockall, flags);
-    int err = 0, rc;
+    int rc;
     for (int attempt = 0;; attempt++) {
         dsp_mgr_lock();
-        rc = lock_all(flags, &err);
+        rc = lock_all(flags);
         size_t pooled = dsp_pooled_bytes(m);
         dsp_mgr_unlock();
-        if (rc == 0 || attempt || (err != ENOMEM && err != EAGAIN) || !pooled) break;
-        log_retry("mlockall", err, pooled);
+        if (rc == 0 || attempt || (rc != -ENOMEM && rc != -EAGAIN) || !pooled) break;
+        log_retry("mlockall", -rc, pooled);
         dsp_trim();
     }
-    if (rc != 0) errno = err;
-    return rc;
+    if (rc == 0) return 0;
+    errno = -rc; /* the program's own system call: -1 and errno */
+    return -1;
 }
 
 /* Blocks the manager locked are left as they are (memcalls.c). */

@@ -181,7 +181,8 @@ static void want_timer(void) {
 }
 
 /* The process joins at its first pin, with nothing pinned yet, so its slot
- * always holds exactly what the manager counts as pinned. */
+ * always holds exactly what the manager counts as pinned. 0, or the ledger's
+ * -errno (logged: the process budgets alone). */
 static int join(void) {
     if (getpid() != loaded_pid) node.forked = 1;
     struct dsp_node_plan p;
@@ -197,16 +198,17 @@ static int join(void) {
     memcpy(node.path, p.path, sizeof node.path);
     const char *why;
     int err;
-    if (dsp_ledger_open(&node.c, node.path, node.key, node.plan_cap, &why, &err) != 0) {
+    int rc = dsp_ledger_open(&node.c, node.path, node.key, node.plan_cap, &why, &err);
+    if (rc != 0) {
         node.state = -1;
         dsp_once(DSP_LOG_WARN,
                  "node ledger %s %s%s%s; this process budgets alone (DSP_MAX_PINNED), as with "
                  "DSP_NODE=off",
                  node.path, why, err ? ": " : "", err ? dsp_errname(err) : "");
-        return -1;
+        return rc;
     }
     uint64_t cap = cap_now();
-    int rc = dsp_ledger_claim(&node.c, node.rank, node.local_rank, cap);
+    rc = dsp_ledger_claim(&node.c, node.rank, node.local_rank, cap);
     if (rc != 0) { /* the owners gone are reclaimed on the way: one more look */
         dsp_ledger_reclaim(&node.c);
         rc = dsp_ledger_claim(&node.c, node.rank, node.local_rank, cap);
@@ -218,7 +220,7 @@ static int join(void) {
                  "node ledger %s: all %d slots are held by live processes; this process budgets "
                  "alone (DSP_MAX_PINNED)",
                  node.path, DSP_LEDGER_SLOTS);
-        return -1;
+        return rc;
     }
     struct dsp_ledger_slot *s = &node.c.map->slot[node.c.slot];
     atomic_store(&dsp_node_trim_seen, atomic_load(&s->trim_req));

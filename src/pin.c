@@ -23,15 +23,15 @@
 
 /* The manager's own advice goes to the kernel directly: the library's
  * exported madvise is the program's (memcalls.c), and would take the
- * manager's mutex, which a drop already holds. */
+ * manager's mutex, which a drop already holds. 0, or -errno. */
 static int advise(void *base, size_t len, int advice) {
-    return (int)syscall(SYS_madvise, base, len, advice);
+    return syscall(SYS_madvise, base, len, advice) == 0 ? 0 : -errno;
 }
 
 static int populate(char *base, size_t len) {
     /* One madvise populates the range without a fault per page (Linux 5.14). */
-    if (advise(base, len, MADV_POPULATE_WRITE) == 0) return 0;
-    if (errno != EINVAL) return -errno;
+    int rc = advise(base, len, MADV_POPULATE_WRITE);
+    if (rc != -EINVAL) return rc; /* done, or failed (-EINVAL: before Linux 5.14) */
     for (size_t off = 0; off < len; off += DSP_PAGE) ((volatile char *)base)[off] = 0;
     return 0;
 }
@@ -88,11 +88,12 @@ static int auto_threads(struct dsp_manager *m, size_t len) {
     return t < 1 ? 1 : (int)t;
 }
 
-/* Back to reserved address space, unlocking too: 0, or -1 when the pages could
- * not even be given back (then they stay populated and locked, and the caller
- * keeps them counted). The span's fields are not touched: this runs outside
- * the manager's lock (regression: TSan race between a populating thread and a
- * neighbour's coalescing in pool.threads_never_share_a_block). */
+/* Back to reserved address space, unlocking too: 0, or the -errno of the
+ * failed mmap when the pages could not even be given back (then they stay
+ * populated and locked, and the caller keeps them counted). The span's fields
+ * are not touched: this runs outside the manager's lock (regression: TSan race
+ * between a populating thread and a neighbour's coalescing in
+ * pool.threads_never_share_a_block). */
 static int unmap(struct dsp_manager *m, const struct dsp_span *s) {
     void *base = (void *)s->base;
     dsp_shm_punch(m, s); /* served memory: its pages out of the file first */
@@ -113,8 +114,7 @@ static int unmap(struct dsp_manager *m, const struct dsp_span *s) {
              "cannot give back %s after a failed pin (%s; vm.max_map_count?): it stays "
              "counted as pinned and out of use (stat pin_stuck_bytes)",
              dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-    errno = err;
-    return -1;
+    return -err;
 }
 
 /* The order matters for the kernel's VMA merging (issue 12: one VMA per block
@@ -225,8 +225,7 @@ int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
     if (s->locked && syscall(SYS_munlock, base, s->len) != 0) {
         dsp_once(DSP_LOG_WARN, "cannot unlock %s (%s; vm.max_map_count?): it stays in the pool",
                  dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
-        errno = err;
-        return -1;
+        return -err;
     }
     advise(base, s->len, MADV_DONTNEED);
     s->locked = 0;

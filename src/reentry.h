@@ -40,8 +40,9 @@ static inline void dsp_unlock(pthread_mutex_t *mu) {
  * dsp_defer_set_handler: DSP_DEFER_MALLOC, a pointer malloc handed out (the
  * malloc layer's free); DSP_DEFER_BLOCK, a block base (the manager's
  * dsp_block_free, set at initialisation: this file is below the manager and
- * never calls it by name). 0, or -1 when the area is full (logged once; the
- * block leaks). Async-signal-safe: no lock, no allocation. */
+ * never calls it by name). 0, -EINVAL for a null or odd p, or -ENOSPC when
+ * the area is full (logged once; the block leaks). Async-signal-safe: no
+ * lock, no allocation. */
 enum { DSP_DEFER_BLOCK = 0, DSP_DEFER_MALLOC = 1 };
 int dsp_defer_free(void *p, int kind);
 void dsp_defer_set_handler(int kind, void (*fn)(void *));

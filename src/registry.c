@@ -124,18 +124,18 @@ static inline int clamp(int n, int max) {
 }
 
 /* The range with the greatest base <= k, read optimistically: 1 with *out
- * filled, 0 if there is none, -1 if what was read cannot be trusted. */
+ * filled, 0 if there is none, -EAGAIN if what was read cannot be trusted. */
 static int predecessor(uintptr_t k, struct dsp_range *out) {
     struct node *nd = LD_PTR(R.root);
     if (!nd) return 0;
     for (int depth = 0; !LD(nd->leaf);
          depth++) { /* `leaf` is set once, before the node is published */
-        if (depth == MAX_DEPTH) return -1;
+        if (depth == MAX_DEPTH) return -EAGAIN;
         struct inner *in = (struct inner *)nd;
         int n = clamp(LD(in->h.n), INNER_MAX);
-        if (!n) return -1;
+        if (!n) return -EAGAIN;
         nd = LD_PTR(in->child[upper_bound(in->key, n - 1, k)]);
-        if (!nd) return -1;
+        if (!nd) return -EAGAIN;
     }
     struct leaf *l = (struct leaf *)nd;
     int i = upper_bound(l->key, clamp(LD(l->h.n), LEAF_MAX), k) - 1;
@@ -143,7 +143,7 @@ static int predecessor(uintptr_t k, struct dsp_range *out) {
         l = LD_PTR(l->prev); /* empty leaves are unlinked, so prev has entries */
         if (!l) return 0;
         i = clamp(LD(l->h.n), LEAF_MAX) - 1;
-        if (i < 0) return -1;
+        if (i < 0) return -EAGAIN;
     }
     out->base = LD(l->key[i]);
     out->end = LD(l->val[i].end);
@@ -154,14 +154,14 @@ static int predecessor(uintptr_t k, struct dsp_range *out) {
     return 1;
 }
 
-/* Runs predecessor() until it reads a tree no writer touched meanwhile; -2
- * ("unknown") when the writer is this very thread, interrupted by a signal
- * handler that asks: spinning would never end. */
+/* Runs predecessor() until it reads a tree no writer touched meanwhile: 1 or
+ * 0 as it answered; -EDEADLK ("unknown") when the writer is this very thread,
+ * interrupted by a signal handler that asks: spinning would never end. */
 static int lookup(uintptr_t k, struct dsp_range *out, uint32_t *gen) {
     for (;;) {
         unsigned s = atomic_load_explicit(&R.seq, memory_order_acquire);
         if (DSP_UNLIKELY(s & 1)) {
-            if (writing) return -2;
+            if (writing) return -EDEADLK;
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif

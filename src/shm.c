@@ -43,7 +43,8 @@ static int same_file(struct dsp_manager *m, int fd) {
            (uint64_t)st.st_ino == m->shm_ino;
 }
 
-/* Why served memory cannot be shared here: logged once, then private. */
+/* Why served memory cannot be shared here: logged once, then private; 0, the
+ * answer of dsp_shm_ready. */
 static int unavailable(struct dsp_manager *m, const char *why, int err) {
     m->shm_state = -1;
     dsp_once(DSP_LOG_INFO,
@@ -53,6 +54,7 @@ static int unavailable(struct dsp_manager *m, const char *why, int err) {
     return 0;
 }
 
+/* 1 when the memfd is open now, else 0 (logged). */
 static int open_file(struct dsp_manager *m) {
     struct rlimit fs;
     /* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills. */

@@ -38,7 +38,7 @@ int dsp_stats_format_json(char *buf, size_t cap);
 /* At exit: the DSP_STATS summary and the DSP_STATS_FILE object, as configured. */
 void dsp_stats_at_exit(void);
 
-/* "%p" in pattern becomes the pid; 0, or -1 if it does not fit. */
+/* "%p" in pattern becomes the pid; 0, or -ENAMETOOLONG if it does not fit. */
 int dsp_stats_path(char *out, size_t cap, const char *pattern, int pid);
 
 #endif

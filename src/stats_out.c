@@ -53,11 +53,11 @@ int dsp_stats_path(char *out, size_t cap, const char *pattern, int pid) {
             piece[0] = *p, piece[1] = 0;
         }
         for (; *s; s++) {
-            if (n + 1 >= cap) return -1;
+            if (n + 1 >= cap) return -ENAMETOOLONG;
             out[n++] = *s;
         }
     }
-    if (!cap) return -1;
+    if (!cap) return -ENAMETOOLONG;
     out[n] = 0;
     return 0;
 }
@@ -103,12 +103,12 @@ static void print_summary(void) {
 
 /* "fd:N": the user asks explicitly for an open descriptor (a pipe, the
  * program's own stderr): the object is appended there, nothing truncated.
- * N, or -1 when the value is a path. */
+ * N, or -EINVAL when the value is a path. */
 static int stats_fd(const char *v) {
-    if (strncmp(v, "fd:", 3) != 0 || !v[3]) return -1;
+    if (strncmp(v, "fd:", 3) != 0 || !v[3]) return -EINVAL;
     int n = 0;
     for (const char *p = v + 3; *p; p++) {
-        if (*p < '0' || *p > '9' || n > 100000) return -1;
+        if (*p < '0' || *p > '9' || n > 100000) return -EINVAL;
         n = n * 10 + (*p - '0');
     }
     return n;
@@ -130,7 +130,8 @@ static const char *kind_of(mode_t m) {
  * name; then a temporary file is created in it exclusively (O_EXCL never
  * follows a symlink, never opens a FIFO), written, and renamed over the name,
  * which replaces a directory entry and writes into no existing file. A name
- * that holds anything but a regular file of ours is left alone. */
+ * that holds anything but a regular file of ours is left alone. 0, or -errno
+ * (logged): -EISDIR for a name of a directory, -EEXIST for a name left alone. */
 static int write_path(const char *path, const char *json, size_t n, unsigned mode) {
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
@@ -138,7 +139,7 @@ static int write_path(const char *path, const char *json, size_t n, unsigned mod
     size_t dlen = slash ? (size_t)(slash - path) : 0;
     if (!*name) {
         dsp_warn("DSP_STATS_FILE=%s names a directory, not a file; stats not written", path);
-        return -1;
+        return -EISDIR;
     }
     if (!slash)
         dir[0] = '.', dir[1] = 0;
@@ -148,9 +149,10 @@ static int write_path(const char *path, const char *json, size_t n, unsigned mod
         memcpy(dir, path, dlen), dir[dlen] = 0;
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
+        int e = errno;
         dsp_warn("DSP_STATS_FILE: cannot open the directory %s (%s); stats not written", dir,
-                 dsp_errname(errno));
-        return -1;
+                 dsp_errname(e));
+        return -e;
     }
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -164,7 +166,7 @@ static int write_path(const char *path, const char *json, size_t n, unsigned mod
                      "written (name the file itself, or fd:N for an open descriptor)",
                      path, kind_of(st.st_mode));
         close(dfd);
-        return -1;
+        return -EEXIST;
     }
     static _Atomic unsigned serial;
     char tmp[96];
@@ -178,10 +180,11 @@ static int write_path(const char *path, const char *json, size_t n, unsigned mod
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
+        int e = errno;
         dsp_warn("DSP_STATS_FILE: cannot create a file in %s (%s); stats not written", dir,
-                 dsp_errname(errno));
+                 dsp_errname(e));
         close(dfd);
-        return -1;
+        return -e;
     }
     /* The mode the user chose, whatever the umask (0600 by default). */
     int err = fchmod(fd, mode) != 0 ? errno : 0;
@@ -200,7 +203,7 @@ static int write_path(const char *path, const char *json, size_t n, unsigned mod
         dsp_warn("DSP_STATS_FILE: cannot write %s (%s); stats not written", path, dsp_errname(err));
     }
     close(dfd);
-    return err ? -1 : 0;
+    return -err;
 }
 
 static void write_file(const char *pattern) {

@@ -66,6 +66,7 @@ struct dsp_layer {
  * the mode now (DSP_LAYER_UNRESOLVED: ask again at the next call). */
 int dsp_layer_resolve(struct dsp_layer *l);
 
+/* 1 when the layer serves (resolving it first if need be), else 0. */
 static inline int dsp_layer_serving(struct dsp_layer *l) {
     int m = atomic_load_explicit(&l->mode, memory_order_acquire);
     return __builtin_expect(m == DSP_LAYER_SERVING, 1) ||

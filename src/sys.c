@@ -1,5 +1,6 @@
 #include "sys.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -40,7 +41,7 @@ size_t dsp_sys_memlock_limit(void) {
 
 long dsp_sys_read(const char *path, char *buf, size_t cap) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
+    if (fd < 0) return -errno;
     ssize_t n;
     size_t got = 0;
     while (got + 1 < cap && (n = read(fd, buf + got, cap - 1 - got)) > 0) got += (size_t)n;

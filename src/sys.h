@@ -7,12 +7,13 @@
 
 size_t dsp_sys_ram(void);       /* physical memory in bytes */
 int dsp_sys_cpus(void);         /* CPUs this process may run on, at least 1 */
-int dsp_sys_has_ipc_lock(void); /* CAP_IPC_LOCK in the effective set */
+int dsp_sys_has_ipc_lock(void); /* 1 with CAP_IPC_LOCK in the effective set, else 0 */
 /* RLIMIT_MEMLOCK soft limit in bytes, (size_t)-1 when unlimited. */
 size_t dsp_sys_memlock_limit(void);
 
 /* Small files of /proc and /sys, without allocating (these run inside
- * malloc): the file's first cap-1 bytes, NUL-terminated; their length, or -1. */
+ * malloc): the file's first cap-1 bytes, NUL-terminated; their length, or
+ * -errno of open (buf untouched then). */
 long dsp_sys_read(const char *path, char *buf, size_t cap);
 /* The number a file starts with: 1 and *v (SIZE_MAX for "max", as cgroup v2
  * writes no limit, or for an overflow), 0 when the file is missing or does

@@ -3,9 +3,11 @@
  * dsp_alloc(1 GiB) in a 512 MiB cgroup got the process OOM-killed (issue 12,
  * "Containers"). The real cgroup runs in tests/cgroup/limit.sh. */
 #include "cgroup.h"
+#include "sys.h"
 #include "helpers.h"
 
 #include "harness.h"
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,9 +148,9 @@ Test(cgroup, missing_files_and_garbage_are_no_limit, .init = v1_tree) {
     struct dsp_cgroup cg;
     cr_assert_eq(dsp_cgroup_read(root, V1_SELF, &cg), 0);
     cr_assert_eq(cg.limit, SIZE_MAX);
-    cr_assert_eq(dsp_cgroup_read(root, "1:name=systemd:/\n", &cg), -1, "no memory controller");
+    cr_assert_eq(dsp_cgroup_read(root, "1:name=systemd:/\n", &cg), -ENOENT, "no memory controller");
     cr_assert_eq(cg.room, SIZE_MAX);
-    cr_assert_eq(dsp_cgroup_read("/nonexistent", "0::/\n", &cg), -1);
+    cr_assert_eq(dsp_cgroup_read("/nonexistent", "0::/\n", &cg), -ENOENT);
 }
 
 /* Hybrid: v1 memory and a v2 unified hierarchy without the memory controller. */
@@ -169,4 +171,14 @@ Test(cgroup, this_process) {
         cr_assert_eq(cg.room, cg.limit > cg.usage ? cg.limit - cg.usage : 0);
     else
         cr_assert_eq(cg.room, SIZE_MAX);
+}
+
+/* The readers under the parser: a file that cannot be opened is -errno, a
+ * number file that is missing or garbage is 0. */
+Test(cgroup, a_missing_file_reads_as_enoent) {
+    char buf[16];
+    size_t v = 7;
+    cr_assert_eq(dsp_sys_read("/nonexistent/memory.max", buf, sizeof buf), -ENOENT);
+    cr_assert_eq(dsp_sys_read_size("/nonexistent/memory.max", &v), 0);
+    cr_assert_eq(v, 7, "untouched");
 }

@@ -3,6 +3,7 @@
 #include "helpers.h"
 
 #include "harness.h"
+#include <errno.h>
 #include <string.h>
 
 #define RAM ((size_t)16 << 30)
@@ -141,9 +142,10 @@ Test(config, stats_file_mode_is_octal_permission_bits) {
     cr_assert_eq(v, 0644);
     cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "600", RAM, &v), 0);
     cr_assert_eq(v, 0600);
-    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "4755", RAM, &v), -1, "no setuid bit");
-    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "0648", RAM, &v), -1);
-    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "", RAM, &v), -1);
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "4755", RAM, &v), -EINVAL,
+                 "no setuid bit");
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "0648", RAM, &v), -EINVAL);
+    cr_assert_eq(dsp_config_parse(DSP_OPT_STATS_FILE_MODE, "", RAM, &v), -EINVAL);
 }
 
 /* The node ledger's options (issue 16): two off switches, both honoured under

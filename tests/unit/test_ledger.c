@@ -51,7 +51,8 @@ static const char *open_refused(void) {
     struct dsp_ledger_conn c;
     const char *why = NULL;
     int err = 0;
-    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
+    int rc = dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err);
+    cr_assert_eq(rc, err ? -err : -EINVAL, "-errno, or -EINVAL when none applied: %d", rc);
     cr_assert_eq(c.fd, -1);
     cr_assert_null(c.map);
     return why;
@@ -67,7 +68,7 @@ Test(ledger, reserves_within_the_cap_and_gives_back, .init = fresh_path) {
     cr_assert_eq(dsp_ledger_claim(&c, 3, 1, 64 * MiB), 0);
     cr_assert_eq(dsp_ledger_try_reserve(&c, 48 * MiB, 64 * MiB), 0);
     cr_assert_eq(dsp_ledger_try_reserve(&c, 16 * MiB, 64 * MiB), 0, "alone, up to the cap");
-    cr_assert_eq(dsp_ledger_try_reserve(&c, 1, 64 * MiB), -1);
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 1, 64 * MiB), -ENOSPC);
     cr_assert_eq(dsp_ledger_total(c.map), 64 * MiB, "a refusal leaves nothing behind");
     dsp_ledger_sub(&c, 64 * MiB);
     cr_assert_eq(dsp_ledger_total(c.map), 0);
@@ -282,8 +283,9 @@ Test(ledger, refuses_another_keys_ledger_at_the_same_name, .init = fresh_path) {
     dsp_ledger_close(&c);
     const char *why;
     int err;
-    cr_assert_eq(dsp_ledger_open(&c, path, "key:other", 64 * MiB, &why, &err), -1);
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:other", 64 * MiB, &why, &err), -EINVAL);
     cr_assert_str_eq(why, "belongs to another key");
+    cr_assert_eq(err, 0, "no errno applies");
 }
 
 Test(ledger, paths_name_the_user_and_the_key, .init = fresh_path) {
@@ -302,7 +304,7 @@ Test(ledger, refuses_a_missing_directory, .init = fresh_path) {
     struct dsp_ledger_conn c;
     const char *why = NULL;
     int err = 0;
-    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -1);
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -ENOENT);
     cr_assert_str_eq(why, "cannot be opened or created");
     cr_assert_eq(err, ENOENT);
 }
@@ -368,4 +370,16 @@ Test(ledger, a_creator_killed_before_magic_leaves_a_usable_file, .init = fresh_p
     open_ok(&c, 64 * MiB);
     cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
     dsp_ledger_close(&c);
+}
+
+/* Every slot held by a live owner (one open file each, so one process can
+ * hold them all): the next claim answers -EBUSY and takes nothing. */
+Test(ledger, a_full_ledger_answers_ebusy, .init = fresh_path) {
+    static struct dsp_ledger_conn c[DSP_LEDGER_SLOTS + 1];
+    for (int i = 0; i <= DSP_LEDGER_SLOTS; i++) open_ok(&c[i], 64 * MiB);
+    for (int i = 0; i < DSP_LEDGER_SLOTS; i++)
+        cr_assert_eq(dsp_ledger_claim(&c[i], -1, -1, 64 * MiB), 0, "slot %d", i);
+    cr_assert_eq(dsp_ledger_claim(&c[DSP_LEDGER_SLOTS], -1, -1, 64 * MiB), -EBUSY);
+    cr_assert_eq(c[DSP_LEDGER_SLOTS].slot, -1);
+    for (int i = 0; i <= DSP_LEDGER_SLOTS; i++) dsp_ledger_close(&c[i]);
 }

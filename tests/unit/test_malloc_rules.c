@@ -4,6 +4,7 @@
 #include "malloc_rules.h"
 
 #include "harness.h"
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,11 +31,11 @@ Test(malloc_rules, requests_pad_alignments_above_a_page) {
 
 Test(malloc_rules, requests_refused_when_not_ours_to_serve) {
     size_t req = 7;
-    cr_assert_eq(dsp_mrule_request(1000, 24, &req), -1, "not a power of two");
-    cr_assert_eq(dsp_mrule_request(1000, DSP_MRULE_MAX_ALIGN * 2, &req), -1);
-    cr_assert_eq(dsp_mrule_request(SIZE_MAX - 100, 65536, &req), -1, "overflow");
-    cr_assert_eq(dsp_mrule_request(SIZE_MAX, 1, &req), -1, "more than the manager serves");
-    cr_assert_eq(dsp_mrule_request(0, 1, &req), -1, "zero bytes go to glibc");
+    cr_assert_eq(dsp_mrule_request(1000, 24, &req), -EINVAL, "not a power of two");
+    cr_assert_eq(dsp_mrule_request(1000, DSP_MRULE_MAX_ALIGN * 2, &req), -EINVAL);
+    cr_assert_eq(dsp_mrule_request(SIZE_MAX - 100, 65536, &req), -EOVERFLOW, "overflow");
+    cr_assert_eq(dsp_mrule_request(SIZE_MAX, 1, &req), -EOVERFLOW, "more than the manager serves");
+    cr_assert_eq(dsp_mrule_request(0, 1, &req), -EINVAL, "zero bytes go to glibc");
     cr_assert_eq(req, 7, "untouched");
 }
 
@@ -79,7 +80,7 @@ Test(malloc_rules, config_min_is_off_unless_set) {
     cr_assert_eq(v, (long long)DSP_SIZE_AUTO);
     cr_assert_eq(dsp_config_parse(DSP_OPT_MALLOC_MIN, "64K", 1 << 30, &v), 0);
     cr_assert_eq(v, 65536);
-    cr_assert_eq(dsp_config_parse(DSP_OPT_MALLOC_MIN, "auto", 1 << 30, &v), -1);
+    cr_assert_eq(dsp_config_parse(DSP_OPT_MALLOC_MIN, "auto", 1 << 30, &v), -EINVAL);
     cr_assert_eq(dsp_config_parse(DSP_OPT_MALLOC_MAX, "auto", 1 << 30, &v), 0);
     cr_assert_eq(dsp_config_parse(DSP_OPT_MALLOC_MAX, "25%", 1 << 30, &v), 0);
     cr_assert_eq(v, 1 << 28);
@@ -91,7 +92,7 @@ Test(malloc_rules, config_min_is_off_unless_set) {
 
 Test(malloc_rules, site_cache_remembers_and_forgets) {
     static struct dsp_sites t;
-    cr_assert_eq(dsp_sites_get(&t, 0x401000), -1);
+    cr_assert_eq(dsp_sites_get(&t, 0x401000), -ENOENT);
     dsp_sites_put(&t, 0x401000, 1);
     dsp_sites_put(&t, 0x7f0000001234, 0);
     cr_assert_eq(dsp_sites_get(&t, 0x401000), 1);
@@ -99,7 +100,7 @@ Test(malloc_rules, site_cache_remembers_and_forgets) {
     dsp_sites_put(&t, 0x401000, 0);
     cr_assert_eq(dsp_sites_get(&t, 0x401000), 1, "the first answer stays");
     dsp_sites_clear(&t);
-    cr_assert_eq(dsp_sites_get(&t, 0x401000), -1);
+    cr_assert_eq(dsp_sites_get(&t, 0x401000), -ENOENT);
 }
 
 Test(malloc_rules, site_cache_full_window_is_not_cached) {

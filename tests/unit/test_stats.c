@@ -4,6 +4,7 @@
 
 #include "harness.h"
 #include <dspreload.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ Test(stats, path_pattern_expands_pid) {
     cr_assert_str_eq(out, "/tmp/s.42.json");
     cr_assert_eq(dsp_stats_path(out, sizeof out, "%p-%p%", 7), 0);
     cr_assert_str_eq(out, "7-7%");
-    cr_assert_eq(dsp_stats_path(out, 8, "/tmp/long/%p", 123456), -1);
+    cr_assert_eq(dsp_stats_path(out, 8, "/tmp/long/%p", 123456), -ENAMETOOLONG);
 }
 
 /* At exit, through the shared library's destructor: run the helper program. */
