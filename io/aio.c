@@ -112,14 +112,8 @@ static void resolve(void) {
         dsp_aio_policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
         active = 1;
         /* Before ready: until then no thread takes tab_mu or bounce's mu. */
-        static const struct dsp_fork_ops aio_fork = {dsp_aio_state_fork_prepare,
-                                                     dsp_aio_state_fork_parent,
-                                                     dsp_aio_state_fork_child},
-                                         bounce_fork = {dsp_bounce_fork_prepare,
-                                                        dsp_bounce_fork_parent,
-                                                        dsp_bounce_fork_child};
-        dsp_fork_register(DSP_FORK_AIO, &aio_fork);
-        dsp_fork_register(DSP_FORK_BOUNCE, &bounce_fork);
+        dsp_fork_register(DSP_FORK_AIO, dsp_aio_state_fork_child);
+        dsp_fork_register(DSP_FORK_BOUNCE, dsp_bounce_fork_child);
         dsp_add_trimmer(dsp_bounce_trim);
         dsp_info("libaio: DSP_AIO_BOUNCE=%s, DSP_BOUNCE_POOL=%lld bytes",
                  dsp_opt_desc[DSP_OPT_AIO_BOUNCE].choices[dsp_aio_policy],

@@ -18,7 +18,7 @@
  * (docs/design.md has the lock order). */
 struct dsp_aio_bstate *dsp_aio_tab;
 _Atomic long dsp_aio_inflight;
-#define tab_mu (dsp_fork_locks.aio) /* with the other fork locks (fork.h) */
+#define tab_mu (dsp_fork_locks.slot[DSP_FORK_AIO]) /* fork.c takes it at fork (fork.h) */
 static uint32_t free_head = UINT32_MAX, high_water;
 static uint64_t destroy_tokens;
 /* Explicit, not dsp_once: dsp_aio_state_get's two refusals share it, so
@@ -141,18 +141,10 @@ void dsp_aio_state_release_marked(uint64_t token, uint32_t seen) {
 
 /* --- fork ----------------------------------------------------------------- */
 
-void dsp_aio_state_fork_prepare(void) {
-    pthread_mutex_lock(&tab_mu);
-}
-void dsp_aio_state_fork_parent(void) {
-    pthread_mutex_unlock(&tab_mu);
-}
 /* The child has no aio context of the parent's (the ring is not inherited):
  * every bounced request is gone, its buffer freed with the rest (bounce's
  * child handler has run: fork.h). */
 void dsp_aio_state_fork_child(void) {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    tab_mu = fresh;
     for (uint32_t i = 0; i < high_water; i++) {
         struct dsp_aio_bstate *s = &dsp_aio_tab[i];
         if ((atomic_load_explicit(&s->status, memory_order_relaxed) & 1) && s->buf)

@@ -110,8 +110,6 @@ uint64_t dsp_aio_state_mark(io_context_t ctx, uint32_t *seen);
 void dsp_aio_state_release_marked(uint64_t token, uint32_t seen);
 
 /* Fork handlers (DSP_FORK_AIO, src/fork.h), registered by io/aio.c. */
-void dsp_aio_state_fork_prepare(void);
-void dsp_aio_state_fork_parent(void);
 void dsp_aio_state_fork_child(void);
 
 #endif

@@ -10,10 +10,10 @@
 
 #define CLASSES 48
 
-#define mu (dsp_fork_locks.bounce) /* with the other fork locks (fork.h) */
-static void *free_list[CLASSES];   /* a kept buffer's first word links the next */
-static size_t held;                /* bytes in use and kept */
-static int stale;                  /* set in a forked child: kept buffers are not pinned */
+#define mu (dsp_fork_locks.slot[DSP_FORK_BOUNCE]) /* fork.c takes it at fork (fork.h) */
+static void *free_list[CLASSES];                  /* a kept buffer's first word links the next */
+static size_t held;                               /* bytes in use and kept */
+static int stale; /* set in a forked child: kept buffers are not pinned */
 
 static unsigned class_of(size_t len, size_t *cap) {
     if (len > (size_t)1 << (CLASSES - 1)) {
@@ -106,15 +106,7 @@ size_t dsp_bounce_trim(void) {
     return n;
 }
 
-void dsp_bounce_fork_prepare(void) {
-    pthread_mutex_lock(&mu);
-}
-void dsp_bounce_fork_parent(void) {
-    pthread_mutex_unlock(&mu);
-}
 void dsp_bounce_fork_child(void) {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    mu = fresh;
     stale = 1;
 }
 

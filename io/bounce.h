@@ -18,8 +18,6 @@ size_t dsp_bounce_trim(void);
 
 /* Fork handlers, registered by the I/O layer (src/fork.h): the child's buffers
  * are not pinned (mlock is not inherited); they are freed at its next request. */
-void dsp_bounce_fork_prepare(void);
-void dsp_bounce_fork_parent(void);
 void dsp_bounce_fork_child(void);
 /* In the child after dsp_bounce_fork_child: a buffer that was in flight in the
  * parent (the child never completes that I/O), to be freed with the rest. */

@@ -59,17 +59,9 @@ static DSP_TLS int inside;
 /* io/cufile_layer.h says what they guard. */
 pthread_cond_t dsp_cufile_idle = PTHREAD_COND_INITIALIZER;
 
-static void fork_prepare(void) {
-    pthread_mutex_lock(&dsp_cufile_mu);
-}
-static void fork_parent(void) {
-    pthread_mutex_unlock(&dsp_cufile_mu);
-}
 static struct dsp_layer layer; /* below */
 static void fork_child(void) {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
-    dsp_cufile_mu = fresh;
     dsp_cufile_idle = fresh_cond;
     /* CUDA and cuFile do not survive fork: the child passes every call
      * through, and closes the descriptors the shim opened. */
@@ -77,7 +69,6 @@ static void fork_child(void) {
     dsp_cufile_reg_reset();
     if (atomic_load(&layer.mode) == DSP_LAYER_SERVING) dsp_layer_pass(&layer);
 }
-static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 static int start(void) {
     dsp_cufile_reg_start();
@@ -107,7 +98,7 @@ static struct dsp_layer layer = {
     .off_option = DSP_OPT_CUFILE,
     .off_value = DSP_CUFILE_OFF,
     .fork_slot = DSP_FORK_CUFILE,
-    .fork = &fork_ops,
+    .fork_child = fork_child,
     .start = start,
 };
 

@@ -21,7 +21,8 @@
  * thread uses or registers over; reads and writes hold a use count. Waiters
  * for a use count to end, or for a pending or dying entry, wait on
  * dsp_cufile_idle. */
-#define dsp_cufile_mu (dsp_fork_locks.cufile) /* with the other fork locks (fork.h) */
+#define dsp_cufile_mu (dsp_fork_locks.slot[DSP_FORK_CUFILE]) /* fork.c takes it at fork (fork.h)   \
+                                                              */
 extern pthread_cond_t dsp_cufile_idle;
 
 /* Ends one use (a handle's host I/O, a registration's real read or write):

@@ -48,20 +48,12 @@ static _Atomic int forked;
  * back into the shim from another thread and joined it deadlocked).
  * Taken with dsp_lock (reentry.h), as every lock of ours. */
 #define NPENDING    64
-#define ondemand_mu (dsp_fork_locks.cuda) /* with the other fork locks (fork.h) */
+#define ondemand_mu (dsp_fork_locks.slot[DSP_FORK_CUDA]) /* fork.c takes it at fork (fork.h) */
 static pthread_cond_t ondemand_done = PTHREAD_COND_INITIALIZER;
 static uintptr_t pending[NPENDING];
 
-static void fork_prepare(void) { /* plain: fork.c blocks signals meanwhile */
-    pthread_mutex_lock(&ondemand_mu);
-}
-static void fork_parent(void) {
-    pthread_mutex_unlock(&ondemand_mu);
-}
 static void fork_child(void) {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
-    ondemand_mu = fresh;
     ondemand_done = fresh_cond;
     memset(pending, 0, sizeof pending); /* their threads are not in the child */
     /* CUDA does not survive fork: a child of a process that served blocks
@@ -75,7 +67,6 @@ static void fork_child(void) {
      * parent (JAX) must not leave its child's runtime calls to be served. */
     atomic_store(&forked, 1);
 }
-static const struct dsp_fork_ops fork_ops = {fork_prepare, fork_parent, fork_child};
 
 static void layer_freed(uintptr_t base, size_t len);
 static int layer_make_room(size_t len);
@@ -86,9 +77,7 @@ static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, lay
 
 int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
     if (atomic_load(&forked)) return 0;
-    /* Before serving: until then no thread takes ondemand_mu or cuda_vreg's mu. */
-    dsp_fork_register(DSP_FORK_CUDA, &fork_ops);
-    dsp_vreg_init();
+    dsp_fork_register(DSP_FORK_CUDA, fork_child);
     atomic_store(&apis[slot], api);
     dsp_set_layer(&layer_ops);
     return 1;

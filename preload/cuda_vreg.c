@@ -18,25 +18,9 @@ struct vreg {
     int driver;       /* the driver holds it (dsp_vreg_add) */
 };
 
-#define mu (dsp_fork_locks.vreg) /* with the other fork locks (fork.h) */
+#define mu (dsp_fork_locks.slot[DSP_FORK_VREG]) /* fork.c takes it at fork (fork.h) */
 static struct vreg *v;
 static size_t n, cap;
-
-/* A fork while another thread holds mu must not leave the child locked out. */
-static void lock_mu(void) { /* plain: fork.c blocks signals meanwhile */
-    pthread_mutex_lock(&mu);
-}
-static void unlock_mu(void) {
-    pthread_mutex_unlock(&mu);
-}
-static void reset_mu(void) {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    mu = fresh;
-}
-static const struct dsp_fork_ops fork_ops = {lock_mu, unlock_mu, reset_mu};
-void dsp_vreg_init(void) {
-    dsp_fork_register(DSP_FORK_VREG, &fork_ops);
-}
 
 static size_t first_not_below(uintptr_t lo) { /* first entry with hi > lo */
     size_t a = 0, b = n;

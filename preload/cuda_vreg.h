@@ -10,11 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Registers the fork handlers of its lock (src/fork.h); call before any other
- * use, again a no-op (a fork while another thread holds it must not lock the
- * child out). */
-void dsp_vreg_init(void);
-
 /* 0, or 712 (cudaErrorHostMemoryAlreadyRegistered) when a page of the range is
  * registered already, or 2 (cudaErrorMemoryAllocation) when out of memory.
  * driver: the driver holds this registration (the program's own). */

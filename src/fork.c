@@ -5,26 +5,27 @@
 
 #include <pthread.h>
 
-#define FRESH PTHREAD_MUTEX_INITIALIZER
-struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(512))) = {.aio = FRESH,
-                                                                      .bounce = FRESH,
-                                                                      .manager = FRESH,
-                                                                      .registry = FRESH,
-                                                                      .cuda = FRESH,
-                                                                      .vreg = FRESH,
-                                                                      .cufile = FRESH,
-                                                                      .fork = FRESH};
+struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(512))) = {
+    .fork = PTHREAD_MUTEX_INITIALIZER,
+    .slot = {[0 ... DSP_FORK_SLOTS - 1] = PTHREAD_MUTEX_INITIALIZER}};
 _Static_assert(sizeof(struct dsp_fork_locks) <= 512, "the fork locks fit their alignment");
 /* Held from prepare to parent or child: a slot filled meanwhile waits, so the
- * slots a fork locked are the slots it releases. */
+ * child handlers a fork runs are those of the slots it saw. */
 #define fork_mu (dsp_fork_locks.fork)
 static int unlocked; /* this fork took no lock (fork.h) */
-static const struct dsp_fork_ops *slots[DSP_FORK_SLOTS];
+static void (*children[DSP_FORK_SLOTS])(void);
 static int installed;
 
-void dsp_fork_register(enum dsp_fork_slot slot, const struct dsp_fork_ops *ops) {
+/* In the child: whoever held them is not there. */
+static void init_locks(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    fork_mu = fresh;
+    for (int i = 0; i < DSP_FORK_SLOTS; i++) dsp_fork_locks.slot[i] = fresh;
+}
+
+void dsp_fork_register(enum dsp_fork_slot slot, void (*child)(void)) {
     pthread_mutex_lock(&fork_mu);
-    slots[slot] = ops;
+    children[slot] = child;
     pthread_mutex_unlock(&fork_mu);
 }
 
@@ -38,14 +39,12 @@ static void prepare(void) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &dsp_fork_locks.saved);
     pthread_mutex_lock(&fork_mu);
-    for (int i = 0; i < DSP_FORK_SLOTS; i++)
-        if (slots[i]) slots[i]->lock();
+    for (int i = 0; i < DSP_FORK_SLOTS; i++) pthread_mutex_lock(&dsp_fork_locks.slot[i]);
 }
 
 static void parent(void) {
     if (unlocked) return; /* nothing written: no page copied */
-    for (int i = DSP_FORK_SLOTS - 1; i >= 0; i--)
-        if (slots[i]) slots[i]->unlock();
+    for (int i = DSP_FORK_SLOTS - 1; i >= 0; i--) pthread_mutex_unlock(&dsp_fork_locks.slot[i]);
     pthread_mutex_unlock(&fork_mu);
     pthread_sigmask(SIG_SETMASK, &dsp_fork_locks.saved, NULL);
 }
@@ -55,10 +54,9 @@ static void child(void) {
      * another thread forked: initialisation in this child must not register
      * them twice (prepare would then take every lock twice). */
     installed = 1;
+    init_locks();
     for (int i = DSP_FORK_SLOTS - 1; i >= 0; i--)
-        if (slots[i]) slots[i]->child();
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    fork_mu = fresh;
+        if (children[i]) children[i]();
     if (!unlocked) pthread_sigmask(SIG_SETMASK, &dsp_fork_locks.saved, NULL);
 }
 

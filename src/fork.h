@@ -1,10 +1,13 @@
-/* The fork handlers of every layer, in one pthread_atfork registration. The
- * lock order lives here and only here (docs/design.md, "Locks", lists the same
- * locks in the same order): before fork(2) every registered slot's locks are
- * taken top to bottom, as running code nests them; after it the parent
- * releases them bottom to top, and the child re-initialises them bottom to top
- * (a layer's reset may use the layers below it: aio's adopts into bounce's
- * lists, the manager's reads the registry). */
+/* The fork handlers of every layer, in one pthread_atfork registration, and
+ * every lock they take. The lock order lives here and only here
+ * (docs/design.md, "Locks", lists the same locks in the same order): each
+ * layer's lock is a slot of struct dsp_fork_locks, and before fork(2) fork.c
+ * takes them all top to bottom, as running code nests them; after it the
+ * parent releases them bottom to top, and the child re-initialises them all
+ * and then runs the layers' child handlers bottom to top (a layer's reset may
+ * use the layers below it: aio's adopts into bounce's lists, the manager's
+ * reads the registry). A layer writes no fork handler of its own but its
+ * child reset. */
 #ifndef DSP_FORK_H
 #define DSP_FORK_H
 
@@ -15,7 +18,7 @@ enum dsp_fork_slot {
     DSP_FORK_REGISTRY, /* wmutex (src/registry.c) */
     DSP_FORK_CUDA,     /* ondemand_mu (preload/cuda_core.c) */
     DSP_FORK_VREG,     /* mu (preload/cuda_vreg.c) */
-    DSP_FORK_CUFILE,   /* mu (io/cufile.c) */
+    DSP_FORK_CUFILE,   /* dsp_cufile_mu (io/cufile_layer.h) */
     DSP_FORK_SLOTS
 };
 
@@ -38,36 +41,23 @@ enum dsp_fork_slot {
 /* Every lock the prepare handler takes, in one object aligned to its size
  * rounded up (512 bytes), so that it never crosses a page: the parent's
  * unlocks after fork(2) then write one page the fork made copy-on-write, not
- * one per layer (test fork_writes_one_page). Each layer names its own (the
- * field's comment). */
+ * one per layer (test fork_writes_one_page). A layer names its slot with a
+ * macro of its own (tab_mu, wmutex, ...). */
 struct dsp_fork_locks {
-    pthread_mutex_t aio;      /* tab_mu (io/aio_state.c) */
-    pthread_mutex_t bounce;   /* mu (io/bounce.c) */
-    pthread_mutex_t manager;  /* dsp_mgr.mu (src/manager.c) */
-    pthread_mutex_t registry; /* wmutex (src/registry.c) */
-    pthread_mutex_t cuda;     /* ondemand_mu (preload/cuda_core.c) */
-    pthread_mutex_t vreg;     /* mu (preload/cuda_vreg.c) */
-    pthread_mutex_t cufile;   /* dsp_cufile_mu (io/cufile.c) */
-    pthread_mutex_t fork;     /* fork_mu (src/fork.c) */
-    sigset_t saved;           /* the forking thread's signal mask (fork.c) */
+    pthread_mutex_t fork;                 /* fork_mu: the slots themselves (fork.c) */
+    pthread_mutex_t slot[DSP_FORK_SLOTS]; /* each layer's, as enum dsp_fork_slot names it */
+    sigset_t saved;                       /* the forking thread's signal mask (fork.c) */
 };
 extern struct dsp_fork_locks dsp_fork_locks;
-
-struct dsp_fork_ops {
-    void (*lock)(void);   /* before fork: takes the layer's locks */
-    void (*unlock)(void); /* in the parent: releases them */
-    void (*child)(void);  /* in the child: re-initialises them and resets the layer */
-};
 
 /* The one pthread_atfork, in initialisation before any registration (once
  * per process, even when a child runs initialisation again). */
 void dsp_fork_install(void);
 
-/* Fills a slot (again with the same ops: a no-op), so the next fork takes its
- * locks; after dsp_fork_install, with no lock of ours held. A layer
- * initialised lazily registers before any thread can take its locks, and a
- * registration waits for a fork in progress (fork.c's fork_mu), so no fork
- * misses a lock in use and no child inherits fork_mu held. */
-void dsp_fork_register(enum dsp_fork_slot slot, const struct dsp_fork_ops *ops);
+/* The child handler of a layer's slot (again the same: a no-op): it resets
+ * the layer in a fork child, after fork.c re-initialised every lock. NULL:
+ * the lock is all the layer keeps. After dsp_fork_install, with no lock of
+ * ours held; a registration waits for a fork in progress (fork_mu). */
+void dsp_fork_register(enum dsp_fork_slot slot, void (*child)(void));
 
 #endif

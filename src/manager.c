@@ -477,7 +477,7 @@ DSP_API const char *dsp_version(void) {
 extern char **environ;
 
 struct dsp_manager dsp_mgr = {
-    .mu = &dsp_fork_locks.manager,
+    .mu = &dsp_fork_locks.slot[DSP_FORK_MANAGER],
     .spans = DSP_SLAB_INIT(sizeof(struct dsp_span)),
 };
 
@@ -485,24 +485,12 @@ _Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
 static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
 static DSP_TLS int initialising;
 
-/* Plain locks, not dsp_lock: fork.c blocks signals around the fork instead
- * of counting in dsp_in_manager, which the parent would write back after it. */
-static void fork_prepare(void) {
-    pthread_mutex_lock(dsp_mgr.mu);
-}
-
-static void fork_parent(void) {
-    pthread_mutex_unlock(dsp_mgr.mu);
-}
-
 /* The child inherits the blocks but not their locks (mlock is not inherited):
  * nothing it holds is pinned any more. Live blocks stay usable and freeable;
  * the pool is given back, since handing its unlocked pages out as pinned would
  * be a lie. The registry's child handler has run (fork.h: it is below). */
 static void fork_child(void) {
     struct dsp_manager *m = &dsp_mgr;
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    *m->mu = fresh;
     dsp_defer_fork_child();
     uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
              pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);
@@ -540,10 +528,6 @@ static void fork_child(void) {
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());
 }
 
-static const struct dsp_fork_ops mgr_fork = {fork_prepare, fork_parent, fork_child};
-static const struct dsp_fork_ops reg_fork = {dsp_reg_fork_prepare, dsp_reg_fork_parent,
-                                             dsp_reg_fork_child};
-
 /* What the node ledger and the deferred-free area call back: they sit below
  * the manager and never name its functions. */
 static void deferred_block_free(void *p) {
@@ -579,8 +563,8 @@ static void init_once(void) {
     dsp_node_configure(m, &node_ops);
     dsp_defer_set_handler(DSP_DEFER_BLOCK, deferred_block_free);
     dsp_fork_install(); /* before the first registration (fork.h) */
-    dsp_fork_register(DSP_FORK_MANAGER, &mgr_fork);
-    dsp_fork_register(DSP_FORK_REGISTRY, &reg_fork);
+    dsp_fork_register(DSP_FORK_MANAGER, fork_child);
+    dsp_fork_register(DSP_FORK_REGISTRY, dsp_reg_fork_child);
     char a[32], b[32];
     dsp_info("dspreload %s ready: budget %s, pool %s", DSP_VERSION_STRING,
              dsp_fmt_bytes(a, sizeof a, m->budget), dsp_fmt_bytes(b, sizeof b, m->pool_max));

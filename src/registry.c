@@ -77,7 +77,7 @@ struct inner {
     struct node *child[INNER_MAX];
 };
 
-#define wmutex (dsp_fork_locks.registry) /* with the other fork locks (fork.h) */
+#define wmutex (dsp_fork_locks.slot[DSP_FORK_REGISTRY]) /* fork.c takes it at fork (fork.h) */
 
 static struct {
     _Atomic unsigned seq; /* odd while a writer is changing the tree */
@@ -517,16 +517,7 @@ int dsp_reg_set_flags(uintptr_t base, unsigned flags) {
 
 /* --- fork -------------------------------------------------------------------- */
 
-void dsp_reg_fork_prepare(void) { /* plain: fork.c blocks signals meanwhile */
-    pthread_mutex_lock(&wmutex);
-}
-void dsp_reg_fork_parent(void) {
-    pthread_mutex_unlock(&wmutex);
-}
-
 void dsp_reg_fork_child(void) {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    wmutex = fresh;
     /* prepare held the mutex, so no write was half done: seq is even. */
     ST(R.gen, R.gen + 1);
 }

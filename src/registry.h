@@ -57,8 +57,6 @@ extern void (*dsp_reg_test_mid_write)(void);
 /* Fork: prepare takes the lock so no reader or writer is mid-way; the child
  * bumps the generation, so ranges inherited from the parent (whose locks the
  * child did not inherit) stop counting as pinned but can still be found. */
-void dsp_reg_fork_prepare(void);
-void dsp_reg_fork_parent(void);
 void dsp_reg_fork_child(void);
 
 #endif

@@ -204,7 +204,7 @@ int dsp_layer_resolve(struct dsp_layer *l) {
     }
     if (!dsp_ensure_init()) return DSP_LAYER_UNRESOLVED; /* re-entered from init: next time */
     /* Before serving: until then no thread takes the layer's locks. */
-    if (l->fork) dsp_fork_register(l->fork_slot, l->fork);
+    if (l->fork_child) dsp_fork_register(l->fork_slot, l->fork_child);
     if (!found_all) return DSP_LAYER_UNRESOLVED; /* not loaded yet (a probe): retry later */
     int m = dsp_opt(l->off_option) == l->off_value ? DSP_LAYER_PASS : DSP_LAYER_SERVING;
     if (m == DSP_LAYER_SERVING && l->start && !l->start()) m = DSP_LAYER_PASS;

@@ -56,7 +56,7 @@ struct dsp_layer {
     const struct dsp_sym *syms;   /* terminated by a NULL name */
     int off_option, off_value;    /* dsp_opt(off_option) == off_value: pass through */
     enum dsp_fork_slot fork_slot; /* registered once the manager is ready */
-    const struct dsp_fork_ops *fork;
+    void (*fork_child)(void);     /* its fork child handler, or NULL (fork.h) */
     /* Once the manager is ready and the required functions are found, before
      * the layer serves; returns 0 to pass through instead. Optional. */
     int (*start)(void);

@@ -1,11 +1,15 @@
-/* src/fork.c: one set of fork handlers takes every layer's locks in the order
- * of enum dsp_fork_slot, whatever order the layers registered in, and releases
- * them (in the child: resets them) in reverse. */
+/* src/fork.c: one set of fork handlers takes every layer's lock (the slots of
+ * struct dsp_fork_locks) in the order of enum dsp_fork_slot before the fork,
+ * holds them all until the parent's and the child's handlers, and in the
+ * child runs the layers' child handlers in reverse, whatever order the
+ * layers registered in. */
 #include "fork.h"
 #include "helpers.h"
 
 #include "harness.h"
 #include <dspreload.h>
+#include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,39 +19,60 @@ static int nseen;
 static void mark(char c) {
     if (nseen < (int)sizeof seen - 1) seen[nseen++] = c;
 }
-static void top_lock(void) {
-    mark('T');
-}
-static void top_unlock(void) {
-    mark('t');
-}
 static void top_child(void) {
     mark('1');
-}
-static void bottom_lock(void) {
-    mark('B');
-}
-static void bottom_unlock(void) {
-    mark('b');
 }
 static void bottom_child(void) {
     mark('2');
 }
 
-Test(fork_order, slots_lock_in_order_and_release_in_reverse) {
+/* Every slot and fork_mu held by this thread (a default mutex: EBUSY). */
+static int all_held(void) {
+    if (pthread_mutex_trylock(&dsp_fork_locks.fork) != EBUSY) return 0;
+    for (int i = 0; i < DSP_FORK_SLOTS; i++)
+        if (pthread_mutex_trylock(&dsp_fork_locks.slot[i]) != EBUSY) return 0;
+    return 1;
+}
+static int none_held(void) {
+    for (int i = 0; i < DSP_FORK_SLOTS; i++) {
+        if (pthread_mutex_trylock(&dsp_fork_locks.slot[i]) != 0) return 0;
+        pthread_mutex_unlock(&dsp_fork_locks.slot[i]);
+    }
+    return 1;
+}
+/* Registered before the shim's: its prepare runs after the shim's, its
+ * parent before the shim's (pthread_atfork's order). */
+static int held_in_prepare = -1, held_in_parent = -1;
+static void probe_prepare(void) {
+    held_in_prepare = all_held();
+}
+static void probe_parent(void) {
+    held_in_parent = all_held();
+}
+
+static void *idle(void *arg) {
+    pause();
+    return arg;
+}
+
+Test(fork_order, every_lock_held_across_fork_children_reset_in_reverse) {
+    pthread_atfork(probe_prepare, probe_parent, NULL);
+    pthread_t t; /* threaded: a single-threaded process takes no lock (fork.h) */
+    cr_assert_eq(pthread_create(&t, NULL, idle, NULL), 0);
     void *p = dsp_alloc(4096); /* initialises: installs the handlers */
     cr_assert_not_null(p);
-    static const struct dsp_fork_ops top = {top_lock, top_unlock, top_child},
-                                     bottom = {bottom_lock, bottom_unlock, bottom_child};
     /* Registered bottom first: the slot, not the registration, sets the order. */
-    dsp_fork_register(DSP_FORK_SLOTS - 1, &bottom);
-    dsp_fork_register(0, &top);
-    dsp_fork_register(0, &top); /* again: a no-op */
+    dsp_fork_register(DSP_FORK_SLOTS - 1, bottom_child);
+    dsp_fork_register(0, top_child);
+    dsp_fork_register(0, top_child); /* again: a no-op */
     pid_t pid = fork();
-    if (pid == 0) _exit(strcmp(seen, "TB21") == 0 ? 0 : 1);
-    cr_assert_str_eq(seen, "TBbt");
+    if (pid == 0) _exit(strcmp(seen, "21") == 0 && none_held() ? 0 : 1);
+    cr_assert_eq(held_in_prepare, 1, "a lock was free after prepare");
+    cr_assert_eq(held_in_parent, 1, "a lock was free before the parent's release");
+    cr_assert(none_held(), "a lock still held after fork");
+    cr_assert_str_eq(seen, "");
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child saw the wrong order");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: wrong order, or a lock held");
     dsp_free(p);
 }
