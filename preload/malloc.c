@@ -208,7 +208,7 @@ static unsigned mark_for(size_t align) {
 /* A hinted block of n bytes aligned to align, or NULL: then the caller calls
  * the real allocator. errno is left as it was. */
 static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *caller, int zero) {
-    if (busy || dsp_in_manager) return NULL; /* dsp_in_manager: a signal handler inside our lock */
+    if (busy || dsp_reentered()) return NULL; /* dsp_in_manager: a signal handler inside our lock */
     busy = 1;
     int saved = errno;
     void *p = NULL;
@@ -271,7 +271,7 @@ static int hinted_block(const void *p, struct dsp_block *b) {
 }
 
 static __attribute__((noinline)) void hinted_free(void *p) {
-    if (DSP_UNLIKELY(dsp_in_manager)) {
+    if (DSP_UNLIKELY(dsp_reentered())) {
         /* A signal handler that interrupted this thread inside one of our
          * locks: freed at the next unlock, checked then. */
         int saved = errno;
@@ -339,7 +339,7 @@ static __attribute__((noinline)) void *realloc_up(void *p, size_t n, const void 
 static __attribute__((noinline)) void *realloc_hinted(void *p, size_t n, const void *caller) {
     struct dsp_block b;
     if (!hinted_block(p, &b)) {
-        if (dsp_in_manager) { /* a signal handler inside our registry write: not known now */
+        if (dsp_reentered()) { /* a signal handler inside our registry write: not known now */
             errno = ENOMEM;
             return NULL; /* p untouched */
         }

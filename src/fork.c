@@ -21,6 +21,7 @@ static void init_locks(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     fork_mu = fresh;
     for (int i = 0; i < DSP_FORK_SLOTS; i++) dsp_fork_locks.slot[i] = fresh;
+    atomic_store_explicit(&dsp_fork_locks.owner, 0, memory_order_relaxed);
 }
 
 void dsp_fork_register(enum dsp_fork_slot slot, void (*child)(void)) {
@@ -35,18 +36,16 @@ static void prepare(void) {
     int none = dsp_single_threaded() && dsp_in_manager == 0;
     if (unlocked != none) unlocked = none;
     if (none) return;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &dsp_fork_locks.saved);
     pthread_mutex_lock(&fork_mu);
+    atomic_store_explicit(&dsp_fork_locks.owner, (uintptr_t)pthread_self(), memory_order_relaxed);
     for (int i = 0; i < DSP_FORK_SLOTS; i++) pthread_mutex_lock(&dsp_fork_locks.slot[i]);
 }
 
 static void parent(void) {
     if (unlocked) return; /* nothing written: no page copied */
     for (int i = DSP_FORK_SLOTS - 1; i >= 0; i--) pthread_mutex_unlock(&dsp_fork_locks.slot[i]);
+    atomic_store_explicit(&dsp_fork_locks.owner, 0, memory_order_relaxed);
     pthread_mutex_unlock(&fork_mu);
-    pthread_sigmask(SIG_SETMASK, &dsp_fork_locks.saved, NULL);
 }
 
 static void child(void) {
@@ -57,7 +56,6 @@ static void child(void) {
     init_locks();
     for (int i = DSP_FORK_SLOTS - 1; i >= 0; i--)
         if (children[i]) children[i]();
-    if (!unlocked) pthread_sigmask(SIG_SETMASK, &dsp_fork_locks.saved, NULL);
 }
 
 void dsp_fork_install(void) {

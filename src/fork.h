@@ -26,17 +26,22 @@ enum dsp_fork_slot {
  * copy-on-write faults at its first write, 30 us a page here (a fork was
  * 1.4-1.6x slower with the shim, its handlers writing four pages; issue 13).
  * So the handlers write as little as they can:
- * - a process with one thread, outside every lock of ours, takes no lock at
- *   all (no other thread can be inside a layer); the child's handlers run
- *   all the same;
+ * - a process with one thread, outside every counted lock of ours
+ *   (dsp_in_manager), takes no lock at all: no other thread can be inside a
+ *   layer. The child's handlers run all the same. (A signal handler that
+ *   forks while its thread is inside an uncounted I/O table lock then gets a
+ *   child whose I/O tables may be half updated; before, that fork deadlocked.)
  * - otherwise every lock is in one object that never crosses a page
  *   (struct dsp_fork_locks), taken with plain pthread calls, not dsp_lock,
- *   which would count in a thread-local the parent then writes back: signals
- *   are blocked from prepare to parent (and child) instead, so no handler
- *   can allocate while this thread holds every lock. */
+ *   which would count in a thread-local the parent then writes back. The
+ *   forking thread is recorded in the same object instead (owner), so that
+ *   whatever runs on it meanwhile (a signal handler, another library's fork
+ *   handler: glibc runs those registered before ours after our prepare and
+ *   before our parent and child) sees dsp_reentered() and takes no lock. */
 
 #include <pthread.h>
-#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 
 /* Every lock the prepare handler takes, in one object aligned to its size
  * rounded up (512 bytes), so that it never crosses a page: the parent's
@@ -46,7 +51,9 @@ enum dsp_fork_slot {
 struct dsp_fork_locks {
     pthread_mutex_t fork;                 /* fork_mu: the slots themselves (fork.c) */
     pthread_mutex_t slot[DSP_FORK_SLOTS]; /* each layer's, as enum dsp_fork_slot names it */
-    sigset_t saved;                       /* the forking thread's signal mask (fork.c) */
+    /* The thread between prepare and parent (pthread_self), else 0: it holds
+     * every lock above, so it must not take one (dsp_reentered). */
+    _Atomic uintptr_t owner;
 };
 extern struct dsp_fork_locks dsp_fork_locks;
 

@@ -397,7 +397,7 @@ int dsp_block_discard(uintptr_t base) {
 }
 
 void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {
-    if (DSP_UNLIKELY(dsp_in_manager)) return fail(ENOMEM); /* a signal handler inside our lock */
+    if (DSP_UNLIKELY(dsp_reentered())) return fail(ENOMEM); /* a signal handler inside our lock */
     const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
     if (!layer) return dsp_block_alloc(size, how, out);
     /* Over budget, blocks the CUDA layer pools can make room (a block once
@@ -418,7 +418,7 @@ DSP_API void *dsp_alloc(size_t size) {
 DSP_API int dsp_free(void *ptr) {
     /* A signal handler that interrupted this thread inside our lock: freed at
      * the next unlock (unchecked now; the base of a block is page-aligned). */
-    if (DSP_UNLIKELY(dsp_in_manager)) {
+    if (DSP_UNLIKELY(dsp_reentered())) {
         if (!dsp_in_arena(ptr) || ((uintptr_t)ptr & (DSP_PAGE - 1))) return errno = EINVAL, -1;
         return dsp_defer_free(ptr, DSP_DEFER_BLOCK) == 0 ? 0 : (errno = EAGAIN, -1);
     }

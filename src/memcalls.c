@@ -104,7 +104,7 @@ static void lock_unlocked(struct dsp_span *s, uintptr_t a, uintptr_t e, void *ar
 
 int dsp_mem_mlock(const void *addr, size_t len, int flags) {
     uintptr_t lo, hi, a = (uintptr_t)addr;
-    if (!arena_part(a, len, &lo, &hi) || dsp_in_manager) return lock_range(a, len, flags);
+    if (!arena_part(a, len, &lo, &hi) || dsp_reentered()) return lock_range(a, len, flags);
     struct mlock_arg m = {flags, 0, errno};
     uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
     if (a < lo && lock_range(a, lo - a, flags) != 0) m.rc = -1, m.err = errno;
@@ -118,7 +118,7 @@ int dsp_mem_mlock(const void *addr, size_t len, int flags) {
 
 int dsp_mem_munlockall(void) {
     struct dsp_manager *m = &dsp_mgr;
-    if (dsp_in_manager) return (int)syscall(SYS_munlockall); /* a signal handler: see below */
+    if (dsp_reentered()) return (int)syscall(SYS_munlockall); /* a signal handler: see below */
     dsp_mgr_lock();
     int rc = (int)syscall(SYS_munlockall), err = errno;
     if (rc == 0) atomic_store(&m->lock_future, 0); /* MCL_FUTURE ends too */
@@ -156,7 +156,7 @@ static void taint_unless_huge(struct dsp_span *s, uintptr_t a, uintptr_t e, void
 int dsp_mem_mprotect(void *addr, size_t len, int prot) {
     uintptr_t lo, hi;
     int rc = (int)syscall(SYS_mprotect, addr, len, prot);
-    if (rc != 0 || !arena_part((uintptr_t)addr, len, &lo, &hi) || dsp_in_manager) return rc;
+    if (rc != 0 || !arena_part((uintptr_t)addr, len, &lo, &hi) || dsp_reentered()) return rc;
     /* Read-write is what the manager made: it changes nothing of a block
      * not made otherwise before (which that earlier call tainted). */
     if (prot == (PROT_READ | PROT_WRITE)) return rc;

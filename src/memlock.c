@@ -67,7 +67,7 @@ static void log_retry(const char *call, int err, size_t pooled) {
 
 int dsp_arena_mlockall(int flags) {
     struct dsp_manager *m = &dsp_mgr;
-    if (dsp_in_manager || !dsp_ensure_init()) return (int)syscall(SYS_mlockall, flags);
+    if (dsp_reentered() || !dsp_ensure_init()) return (int)syscall(SYS_mlockall, flags);
     int rc;
     for (int attempt = 0;; attempt++) {
         dsp_mgr_lock();
@@ -92,7 +92,7 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags) {
     struct dsp_manager *m = &dsp_mgr;
     if (mlock_call(addr, len, two, flags) == 0) return 0;
     int err = errno;
-    if (dsp_in_manager) return -1; /* a signal handler inside the manager: no retry */
+    if (dsp_reentered()) return -1; /* a signal handler inside the manager: no retry */
     /* A manager that never started holds no pool: nothing to give back. */
     if ((err == ENOMEM || err == EAGAIN) &&
         atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) {

@@ -464,7 +464,7 @@ void dsp_node_fork_child(void) {
 /* At exit the slot is freed at once rather than at the next refusal
  * somewhere. Not from inside our own lock (exit from a signal handler). */
 __attribute__((destructor)) static void node_fini(void) {
-    if (dsp_in_manager || node.state != 1) return;
+    if (dsp_reentered() || node.state != 1) return;
     dsp_lock(node.m->mu);
     if (node.state == 1 && !slot_is_ours()) {
         /* Not ours to clear or unlock (a child made without fork handlers,

@@ -10,6 +10,7 @@
 #ifndef DSP_REENTRY_H
 #define DSP_REENTRY_H
 
+#include "fork.h"
 #include "internal.h"
 
 #include <pthread.h>
@@ -20,6 +21,15 @@ extern DSP_TLS int dsp_in_manager;
 /* Entries waiting in the deferred-free area (may read low for a moment). */
 extern _Atomic int dsp_deferred_pending;
 void dsp_deferred_drain(void);
+
+/* This thread must not take a lock of ours now: it holds one (a signal
+ * handler interrupted it there), or it is forking, and the fork handlers hold
+ * them all (fork.h). Its allocations go to glibc, its frees are deferred. */
+static inline int dsp_reentered(void) {
+    return dsp_in_manager ||
+           DSP_UNLIKELY(atomic_load_explicit(&dsp_fork_locks.owner, memory_order_relaxed) ==
+                        (uintptr_t)pthread_self());
+}
 
 static inline void dsp_lock(pthread_mutex_t *mu) {
     dsp_in_manager++;

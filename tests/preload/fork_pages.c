@@ -3,8 +3,9 @@
  * `fork_pages faults [threaded]` prints the median of the parent's minor
  * faults across fork() over 31 forks, with a block pinned first when the shim
  * is there; fork_pages.sh compares it with the same run without the shim.
- * `fork_pages mask [threaded]` checks that the signal mask the handlers block
- * around the fork is the program's again in the parent and in the child. */
+ * `fork_pages mask [threaded]` checks that the signal mask is the program's
+ * in the parent and in the child after a fork; `fork_pages masks`, the same
+ * for two threads with different masks forking at once. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -38,6 +39,29 @@ static int same_mask(const sigset_t *want) {
     return 1;
 }
 
+/* Forks 300 times with SIGUSR1 blocked or not; counts parents and children
+ * that saw the other thread's mask (regression: one saved mask for all
+ * threads let concurrent forks swap them). */
+static _Atomic int bad;
+static void *forker(void *arg) {
+    int block = (int)(long)arg;
+    sigset_t want;
+    sigemptyset(&want);
+    if (block) sigaddset(&want, SIGUSR1);
+    pthread_sigmask(SIG_SETMASK, &want, NULL);
+    for (int i = 0; i < 300; i++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(same_mask(&want) ? 0 : 1);
+        if (!same_mask(&want)) {
+            bad++;
+            pthread_sigmask(SIG_SETMASK, &want, NULL);
+        }
+        int st;
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) bad++;
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     pthread_t t;
@@ -58,6 +82,17 @@ int main(int argc, char **argv) {
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             return printf("FAIL: the child's signal mask is not the parent's\n"), 1;
         printf("PASS: the signal mask is kept across fork\n");
+        return 0;
+    }
+    if (strcmp(argv[1], "masks") == 0) { /* two threads, two masks, forking at once */
+        pthread_t a, b;
+        pthread_create(&a, NULL, forker, (void *)0L);
+        pthread_create(&b, NULL, forker, (void *)1L);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        if (bad)
+            return printf("FAIL: %d forks left a thread or child with the other's mask\n", bad), 1;
+        printf("PASS: two threads forking at once each keep their own mask\n");
         return 0;
     }
     long v[31];
