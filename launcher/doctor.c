@@ -88,7 +88,9 @@ static void check_budget(void) {
 static void check_node(void) {
     char a[32], b[32], c[32];
     struct dsp_node_plan p;
-    dsp_node_plan(&p); /* after check_budget's dsp_config_load */
+    dsp_node_plan(&p);          /* after check_budget's dsp_config_load */
+    char key[4 * sizeof p.key]; /* the program's own DSP_NODE_KEY may hold anything */
+    node_key_text(p.key, key, sizeof key);
     if (!p.on) {
         line("OK", "node ledger",
              "off (DSP_NODE=off or DSP_NODE_MAX_PINNED=off): each process "
@@ -99,14 +101,14 @@ static void check_node(void) {
     const char *why;
     if (access(p.path, F_OK) != 0) {
         line("OK", "node ledger", "%s (%s): not created yet (no process has pinned); cap %s (%s)",
-             p.path, p.key, dsp_fmt_bytes(a, sizeof a, p.cap), p.why);
+             p.path, key, dsp_fmt_bytes(a, sizeof a, p.cap), p.why);
         return;
     }
     if (node_view_open(p.path, &v, &why) != 0) {
         line("WARN", "node ledger",
              "%s (%s) %s: processes will refuse it and budget alone. Fix: remove it, or set "
              "DSP_NODE_KEY",
-             p.path, p.key, why);
+             p.path, key, why);
         return;
     }
     struct node_sum s;
@@ -114,7 +116,7 @@ static void check_node(void) {
     line("OK", "node ledger",
          "%s (%s): cap %s, %u processes pinning %s (%s pooled), %u gone; `dspreload stats "
          "--node` lists them",
-         p.path, p.key, dsp_fmt_bytes(a, sizeof a, atomic_load(&v.map->head.h.cap)), s.live,
+         p.path, key, dsp_fmt_bytes(a, sizeof a, atomic_load(&v.map->head.h.cap)), s.live,
          dsp_fmt_bytes(b, sizeof b, s.pinned), dsp_fmt_bytes(c, sizeof c, s.pooled), s.gone);
     node_view_close(&v);
 }

@@ -56,6 +56,9 @@ void node_view_sum(const struct node_view *v, struct node_sum *s);
 /* The mapping's key, bounded and escaped, into out (4 * DSP_LEDGER_KEY_MAX
  * bytes hold any). */
 const char *node_view_key(const struct node_view *v, char *out, size_t cap);
+/* A key (DSP_NODE_KEY's, or a cgroup path) for a terminal: its control
+ * characters escaped as in log lines, into out (4 times its length holds it). */
+const char *node_key_text(const char *key, char *out, size_t cap);
 
 /* The reference of every DSP_* variable on fd: plain, or the Markdown of
  * docs/configuration.md (launcher/reference.c). */

@@ -86,7 +86,11 @@ const char *node_view_key(const struct node_view *v, char *out, size_t cap) {
     char k[DSP_LEDGER_KEY_MAX];
     memcpy(k, (const char *)v->map->head.h.key, sizeof k);
     k[sizeof k - 1] = 0;
-    fmt_log(out, cap, "%s", k);
+    return node_key_text(k, out, cap);
+}
+
+const char *node_key_text(const char *key, char *out, size_t cap) {
+    fmt_log(out, cap, "%s", key);
     return out;
 }
 

@@ -196,6 +196,15 @@ EOF
   [ "$n" -eq 1 ] || fail "the test file's name opened $n times: $(grep dspreload-doctor "$tmp/trace")"
   grep '\.dspreload-doctor-' "$tmp/trace" | grep -q 'O_CREAT|O_EXCL' || fail "not made with O_EXCL"
   ;;
+doctor_key_escaped)
+  # A DSP_NODE_KEY with control characters (a terminal escape) is shown
+  # escaped by doctor, as stats --node shows it, never written raw.
+  esc=$(printf '\033')
+  out=$(DSP_NODE_KEY="a${esc}[31mb" "$cmd" doctor 2>&1)
+  echo "$out" | grep -q "$esc" && fail "doctor wrote the key's escape raw"
+  echo "$out" | grep -qF 'key:a\x1b[31mb' || fail "doctor did not show the key escaped: $out"
+  echo "doctor shows the node key escaped"
+  ;;
 *) fail "unknown check '$check'" ;;
 esac
 echo "PASS"
