@@ -259,11 +259,25 @@ void dsp_node_publish(void) {
 
 /* Under the mutex, with the slot ours: dead owners' slots zeroed and freed
  * (ledger.c), their bytes counted. At a refusal, and once a second from the
- * timer, so that users (the pool caps' divisor) and the sum are not inflated
- * by the dead until someone is refused. */
+ * timer or, in a process without it, from a new pin (reclaim_due), so that
+ * users (the pool caps' divisor) and the sum are not inflated by the dead
+ * until someone is refused. */
 static void reclaim_dead(void) {
     uint64_t got = dsp_ledger_reclaim(&node.c);
     if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+}
+
+/* A process without the timer (single-threaded, or a fork child) reclaims
+ * at its new pins instead, at most once a second: one coarse clock read a
+ * pin (vDSO), and the slots' byte locks once a second; never on a pool hit
+ * (regression: node_dead_slot_reclaimed_by_a_single_threaded_process: a
+ * node of single-threaded processes kept a dead one's slot until a refusal). */
+static void reclaim_due(void) {
+    static long long last; /* seconds, CLOCK_MONOTONIC_COARSE; under the mutex */
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0 || ts.tv_sec == last) return;
+    last = ts.tv_sec;
+    reclaim_dead();
 }
 
 static int slot_is_ours(void);
@@ -286,6 +300,7 @@ int dsp_node_reserve(size_t len, int silent) {
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
         want_timer(); /* a thread made since the last pin */
     dsp_node_poll(node.m);
+    if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed)) reclaim_due();
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
