@@ -20,12 +20,13 @@
  * Each variant runs in a child process of its own, since the configuration
  * is read once per process, and an exec'd one: a fork child that never execs
  * starts no timer thread (docs/design.md, "Fork"), so a forked child would
- * not measure what a rank is. The children exec without address-space
- * randomisation and with environments of one length on both sides: the pool
- * cycle ran at one of two speeds, 74 ns or 108 ns, decided by the layout a
- * process got at exec, whichever side it was on (with randomisation off, both
- * sides 74-77 ns in every run); so both sides get one layout, and the ratio
- * measures the ledger, not the draw. --quick: fewer repeats. Prints a Markdown
+ * not measure what a rank is. The children of 1 and 2 all run on one CPU,
+ * the one the benchmark started on: on this 2-vCPU VM the pool cycle ran at
+ * 75 ns on one vCPU and, at times, 110-115 ns on the other (taskset), so
+ * children left to the scheduler measured the CPU they landed on, 74 ns or
+ * 108 ns, whichever side they were on. They also exec without address-space
+ * randomisation and with environments of one length on both sides, so that
+ * the layout is the same too. --quick: fewer repeats. Prints a Markdown
  * table; --schema-json FILE also writes bench/schema.h's JSON (bench/run's
  * `node`). */
 #include <dspreload.h>
@@ -38,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/personality.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +48,7 @@
 
 static int quick;
 static char key[64];
+static int cpu; /* where the children of 1 and 2 run (above) */
 
 static void configure(int node, const char *pool_max) {
     setenv("DSP_NODE", node ? "auto" : "off", 1);
@@ -124,6 +127,10 @@ static double in_child(int node, int which, int n, int threaded) {
         snprintf(a[2], sizeof a[2], "%d", threaded);
         snprintf(a[3], sizeof a[3], "%d", fd[1]);
         personality(ADDR_NO_RANDOMIZE); /* one layout for both sides (above) */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        sched_setaffinity(0, sizeof one, &one); /* one CPU for both sides (above) */
         execl("/proc/self/exe", "node_bench", "--child", a[0], a[1], a[2], a[3], (char *)NULL);
         _exit(1);
     }
@@ -201,7 +208,9 @@ int main(int argc, char **argv) {
     if (schema_args(argc, argv, 1, "--schema-json", "node_bench [--quick] [--schema-json FILE]",
                     &quick, &json) != 0)
         return 2;
-    snprintf(key, sizeof key, "node-bench-%d", (int)getpid());
+    snprintf(key, sizeof key, "node-bench-%010d", (int)getpid()); /* one length every run */
+    cpu = sched_getcpu();
+    if (cpu < 0) cpu = 0;
     int rounds = quick ? 3 : 7, pins = quick ? 10 : 30, cycles = quick ? 20000 : 100000;
     double a[7], b[7], c[7], d[7], e[7], f[7], g[7], h[7];
     /* Interleaved, so that drift hits both sides, and in alternating order
