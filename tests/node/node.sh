@@ -85,18 +85,33 @@ node_killed_rank_share_comes_back)
   touch "$stop"
   wait
   ;;
-node_dead_slot_reclaimed_without_a_refusal)
-  # Regression: a killed process's slot stayed counted (users, the pool caps'
-  # divisor, and its bytes) until some process was refused. A threaded one
-  # (it has the timer) now reclaims it within a second, with no refusal.
+node_dead_slot_reclaimed_without_a_refusal|node_dead_slot_reclaimed_by_a_single_threaded_process)
+  # Regressions: a killed process's slot stayed counted (users, the pool
+  # caps' divisor, and its bytes) until some process was refused. A threaded
+  # survivor (it has the timer) reclaims it within a second; a single-threaded
+  # one (no timer) at its next new pins, at most once a second, and not
+  # before it pins again.
   export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
-  LD_PRELOAD="$lib" "$prog" pool 16 "$stop" threaded >"$top/out.a" 2>"$top/err.a" &
+  go=$top/go
+  single=0
+  [ "$name" = node_dead_slot_reclaimed_by_a_single_threaded_process ] && single=1
+  if [ $single -eq 1 ]; then
+    LD_PRELOAD="$lib" "$prog" pool 16 "$stop" calls "$go" >"$top/out.a" 2>"$top/err.a" &
+  else
+    LD_PRELOAD="$lib" "$prog" pool 16 "$stop" threaded >"$top/out.a" 2>"$top/err.a" &
+  fi
   wait_for "$top/out.a" '^pooled'
   LD_PRELOAD="$lib" "$prog" hold 64 64 "$stop" >"$top/out.b" 2>"$top/err.b" &
   b=$!
   wait_for "$top/out.b" '^pinned 64'
   kill -KILL $b
   wait $b 2>/dev/null
+  if [ $single -eq 1 ]; then
+    sleep 1.5 # a makes no call meanwhile, and has no timer: the slot stays
+    "$dsp" stats --node --key "$key" | grep -q 'gone' ||
+      fail "the dead slot went without a's pins (a timer?): $("$dsp" stats --node --key "$key")"
+    touch "$go" # a's new pins (4 MiB every 50 ms) begin
+  fi
   i=0
   while "$dsp" stats --node --key "$key" | grep -q 'gone'; do
     i=$((i + 1))
@@ -105,35 +120,8 @@ node_dead_slot_reclaimed_without_a_refusal)
   done
   "$dsp" stats --node --key "$key" | grep -q '^total .* 0 B ' ||
     fail "the dead process's bytes stayed: $("$dsp" stats --node --key "$key")"
-  echo "reclaimed after about $((i * 100)) ms"
-  touch "$stop"
-  wait
-  ;;
-node_dead_slot_reclaimed_by_a_single_threaded_process)
-  # Regression: with no timer (every process single-threaded), a killed
-  # process's slot stayed counted until some process was refused. A
-  # single-threaded process's new pins now reclaim it, at most once a second.
-  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
-  go=$top/go
-  LD_PRELOAD="$lib" "$prog" pool 16 "$stop" calls "$go" >"$top/out.a" 2>"$top/err.a" &
-  wait_for "$top/out.a" '^pooled'
-  LD_PRELOAD="$lib" "$prog" hold 64 64 "$stop" >"$top/out.b" 2>"$top/err.b" &
-  b=$!
-  wait_for "$top/out.b" '^pinned 64'
-  kill -KILL $b
-  wait $b 2>/dev/null
-  sleep 1.5 # a makes no call meanwhile, and has no timer: the slot stays
-  "$dsp" stats --node --key "$key" | grep -q 'gone' ||
-    fail "the dead slot went without a's pins (a timer?): $("$dsp" stats --node --key "$key")"
-  touch "$go" # a's new pins (4 MiB every 50 ms) begin
-  i=0
-  while "$dsp" stats --node --key "$key" | grep -q 'gone'; do
-    i=$((i + 1))
-    [ $i -lt 50 ] || fail "the dead slot was not reclaimed within 5 s: $("$dsp" stats --node --key "$key")"
-    sleep 0.1
-  done
   grep -q refused "$top/out.a" && fail "a was refused: $(cat "$top/out.a")"
-  echo "reclaimed after about $((i * 100)) ms, by a single-threaded process's pins"
+  echo "reclaimed after about $((i * 100)) ms"
   touch "$stop"
   wait
   ;;
