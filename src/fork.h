@@ -14,7 +14,7 @@
 enum dsp_fork_slot {
     DSP_FORK_AIO,      /* tab_mu (io/aio_state.c) */
     DSP_FORK_BOUNCE,   /* mu (io/bounce.c) */
-    DSP_FORK_MANAGER,  /* the manager's mu (src/manager.c) */
+    DSP_FORK_MANAGER,  /* DSP_MGR_MU (src/manager.h) */
     DSP_FORK_REGISTRY, /* wmutex (src/registry.c) */
     DSP_FORK_CUDA,     /* ondemand_mu (preload/cuda_core.c) */
     DSP_FORK_VREG,     /* mu (preload/cuda_vreg.c) */

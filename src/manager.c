@@ -477,7 +477,6 @@ DSP_API const char *dsp_version(void) {
 extern char **environ;
 
 struct dsp_manager dsp_mgr = {
-    .mu = &dsp_fork_locks.slot[DSP_FORK_MANAGER],
     .spans = DSP_SLAB_INIT(sizeof(struct dsp_span)),
 };
 

@@ -421,12 +421,12 @@ static void *timer_main(void *arg) {
             dsp_stat_add(DSP_ST_node_yields, 1);
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
         }
-        dsp_lock(node.m->mu); /* the pool's figure is the lock's: read under it */
+        dsp_lock(DSP_MGR_MU); /* the pool's figure is the lock's: read under it */
         size_t pooled = node.m->cached.bytes;
         /* The descriptor checked first: one the program closed may be a file
          * of its own by now. One fcntl per used slot, once a second. */
         if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();
-        dsp_unlock(node.m->mu);
+        dsp_unlock(DSP_MGR_MU);
         if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
     }
     return NULL;
@@ -480,7 +480,7 @@ void dsp_node_fork_child(void) {
  * somewhere. Not from inside our own lock (exit from a signal handler). */
 __attribute__((destructor)) static void node_fini(void) {
     if (dsp_reentered() || node.state != 1) return;
-    dsp_lock(node.m->mu);
+    dsp_lock(DSP_MGR_MU);
     if (node.state == 1 && !slot_is_ours()) {
         /* Not ours to clear or unlock (a child made without fork handlers,
          * or a descriptor the program closed): the kernel drops our lock, if
@@ -493,5 +493,5 @@ __attribute__((destructor)) static void node_fini(void) {
         dsp_ledger_leave(&node.c);
         node.state = -1;
     }
-    dsp_unlock(node.m->mu);
+    dsp_unlock(DSP_MGR_MU);
 }

@@ -37,11 +37,11 @@ Test(arena, failed_span_allocation_leaves_no_overlap) {
         cr_assert_eq((unsigned char)c[off], 0x5a, "block overwritten");
     cr_assert(dsp_is_pinned(c, 2 << 20));
     /* Spans tile the arena: each starts where the previous ends. */
-    pthread_mutex_lock(dsp_mgr.mu);
+    pthread_mutex_lock(DSP_MGR_MU);
     for (struct dsp_span *s = dsp_mgr.first; s && s->anext; s = s->anext)
         cr_assert_eq(s->base + s->len, s->anext->base, "spans overlap or leave a hole");
     cr_assert_eq(dsp_mgr.last->base + dsp_mgr.last->len, dsp_mgr.bump);
-    pthread_mutex_unlock(dsp_mgr.mu);
+    pthread_mutex_unlock(DSP_MGR_MU);
 }
 
 Test(arena, failed_split_keeps_the_pool_consistent) {

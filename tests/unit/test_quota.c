@@ -34,13 +34,13 @@ static size_t reserved(void) {
 
 /* Spans tile [lo, bump): each starts where the previous ends. */
 static void assert_tiled(void) {
-    pthread_mutex_lock(dsp_mgr.mu);
+    pthread_mutex_lock(DSP_MGR_MU);
     cr_assert_eq(dsp_mgr.first->base, atomic_load(&dsp_mgr.lo));
     for (struct dsp_span *s = dsp_mgr.first; s && s->anext; s = s->anext)
         cr_assert_eq(s->base + s->len, s->anext->base, "spans overlap or leave a hole");
     cr_assert_eq(dsp_mgr.last->base + dsp_mgr.last->len, dsp_mgr.bump);
     cr_assert_leq(dsp_mgr.bump, atomic_load(&dsp_mgr.hi));
-    pthread_mutex_unlock(dsp_mgr.mu);
+    pthread_mutex_unlock(DSP_MGR_MU);
 }
 
 /* Regression (issue 12): under `ulimit -v 8G` the reservation took 4 GiB of
@@ -90,8 +90,8 @@ Test(quota, arena_grows_in_pieces_under_rlimit_as) {
     while ((q = dsp_alloc(16 * MiB))) got++;
     cr_assert_eq(errno, ENOMEM);
     cr_assert_lt(reserved(), left);
-    cr_assert_gt(reserved() + 256 * MiB, left / 2, "stopped growing early: %zu of %zu",
-                 reserved(), left);
+    cr_assert_gt(reserved() + 256 * MiB, left / 2, "stopped growing early: %zu of %zu", reserved(),
+                 left);
     void *small = mmap(NULL, 1 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     cr_assert_neq(small, MAP_FAILED);
     const char *log = log_capture_collect();
