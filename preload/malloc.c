@@ -208,7 +208,7 @@ static unsigned mark_for(size_t align) {
 /* A hinted block of n bytes aligned to align, or NULL: then the caller calls
  * the real allocator. errno is left as it was. */
 static __attribute__((noinline)) void *hint(size_t n, size_t align, const void *caller, int zero) {
-    if (busy || dsp_reentered()) return NULL; /* dsp_in_manager: a signal handler inside our lock */
+    if (busy || dsp_reentered()) return NULL; /* inside our lock, or forking (reentry.h) */
     busy = 1;
     int saved = errno;
     void *p = NULL;
@@ -273,7 +273,8 @@ static int hinted_block(const void *p, struct dsp_block *b) {
 static __attribute__((noinline)) void hinted_free(void *p) {
     if (DSP_UNLIKELY(dsp_reentered())) {
         /* A signal handler that interrupted this thread inside one of our
-         * locks: freed at the next unlock, checked then. */
+         * locks, or code run by the fork handlers while ours hold them all
+         * (reentry.h): freed at the next unlock, checked then. */
         int saved = errno;
         dsp_defer_set_handler(DSP_DEFER_MALLOC, hinted_free);
         dsp_defer_free(p, DSP_DEFER_MALLOC);
