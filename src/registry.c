@@ -21,6 +21,7 @@
 
 #include "reentry.h"
 #include "internal.h"
+#include "pagemap.h"
 #include "slab.h"
 
 #include <errno.h>
@@ -154,24 +155,35 @@ static int predecessor(uintptr_t k, struct dsp_range *out) {
     return 1;
 }
 
-/* Runs predecessor() until it reads a tree no writer touched meanwhile: 1 or
- * 0 as it answered; -EDEADLK ("unknown") when the writer is this very thread,
- * interrupted by a signal handler that asks: spinning would never end. */
-static int lookup(uintptr_t k, struct dsp_range *out, uint32_t *gen) {
+/* The seqlock's read side. read_begin waits out a writer and returns the
+ * sequence to validate with read_valid; -EDEADLK ("unknown") when the writer
+ * is this very thread, interrupted by a signal handler that asks: waiting
+ * would never end. */
+static inline int read_begin(unsigned *seq) {
     for (;;) {
         unsigned s = atomic_load_explicit(&R.seq, memory_order_acquire);
-        if (DSP_UNLIKELY(s & 1)) {
-            if (writing) return -EDEADLK;
+        if (DSP_LIKELY(!(s & 1))) return *seq = s, 0;
+        if (writing) return -EDEADLK;
 #if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #endif
-            continue;
-        }
+    }
+}
+
+static inline int read_valid(unsigned seq) {
+    SEQ_FENCE(memory_order_acquire);
+    return atomic_load_explicit(&R.seq, memory_order_relaxed) == seq;
+}
+
+/* Runs predecessor() until it reads a tree no writer touched meanwhile: 1 or
+ * 0 as it answered, or read_begin's -EDEADLK. */
+static int lookup(uintptr_t k, struct dsp_range *out, uint32_t *gen) {
+    for (;;) {
+        unsigned s;
+        if (read_begin(&s)) return -EDEADLK;
         int rc = predecessor(k, out);
         *gen = LD(R.gen);
-        SEQ_FENCE(memory_order_acquire);
-        if (DSP_LIKELY(atomic_load_explicit(&R.seq, memory_order_relaxed) == s && rc >= 0))
-            return rc;
+        if (DSP_LIKELY(read_valid(s) && rc >= 0)) return rc;
     }
 }
 
@@ -192,6 +204,20 @@ int dsp_reg_contains(uintptr_t addr, size_t len) {
     uintptr_t last = addr + (len ? len - 1 : 0);
     if (last < addr) return 0;
     uint32_t gen;
+    /* The page map first: one cold cache line for a small block, whatever
+     * the number of blocks. It answers only yes; the rest is the tree's to say. */
+    for (;;) {
+        unsigned s;
+        if (read_begin(&s)) return 0;
+        uintptr_t base;
+        size_t n;
+        gen = LD(R.gen);
+        int found = dsp_pmap_lookup(addr, gen, &base, &n);
+        if (DSP_LIKELY(read_valid(s))) {
+            if (found && last - base < n) return 1;
+            break;
+        }
+    }
     struct dsp_range r;
     return lookup(addr, &r, &gen) == 1 && last < r.end && r.gen == gen;
 }
@@ -413,6 +439,9 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
         dsp_unlock(&wmutex);
         return rc;
     }
+    /* Without room in the page map the range is the tree's alone. */
+    struct dsp_pmap_leaf *leaf =
+        kind == DSP_RANGE_BLOCK && dsp_pmap_maps(base, len) ? dsp_pmap_reserve(base) : NULL;
     writing = 1;
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
@@ -433,6 +462,7 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
             ST_PTR(R.root, &nr->h);
         }
     }
+    if (leaf) dsp_pmap_set(leaf, base, len, v.gen);
     ST(R.count, R.count + 1);
     write_end();
     return 0;
@@ -443,14 +473,12 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
 static int leaf_remove(struct leaf *l, uintptr_t k, struct dsp_range *out) {
     int n = l->h.n, i = upper_bound(l->key, n, k) - 1;
     if (i < 0 || l->key[i] != k) return -ENOENT;
-    if (out) {
-        out->base = k;
-        out->end = l->val[i].end;
-        out->owner = l->val[i].owner;
-        out->gen = l->val[i].gen;
-        out->kind = l->val[i].kind;
-        out->flags = l->val[i].flags;
-    }
+    out->base = k;
+    out->end = l->val[i].end;
+    out->owner = l->val[i].owner;
+    out->gen = l->val[i].gen;
+    out->kind = l->val[i].kind;
+    out->flags = l->val[i].flags;
     for (int j = i; j < n - 1; j++) copy_entry(l, j, l, j + 1);
     ST(l->h.n, n - 1);
     return n - 1 == 0; /* 1: now empty */
@@ -481,9 +509,13 @@ static int node_remove(struct node *nd, uintptr_t k, struct dsp_range *out) {
 }
 
 int dsp_reg_remove(uintptr_t base, struct dsp_range *out) {
+    struct dsp_range r;
     write_begin();
-    int rc = R.root ? node_remove(R.root, base, out) : -ENOENT;
+    int rc = R.root ? node_remove(R.root, base, &r) : -ENOENT;
     if (rc >= 0) {
+        if (out) *out = r;
+        if (r.kind == DSP_RANGE_BLOCK && dsp_pmap_maps(r.base, r.end - r.base))
+            dsp_pmap_clear(r.base);
         ST(R.count, R.count - 1);
         if (rc == 1) { /* the root itself emptied */
             if (R.root->leaf)

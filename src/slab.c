@@ -11,10 +11,11 @@ void *dsp_slab_alloc(struct dsp_slab *s) {
         s->free_list = *(void **)obj;
     } else {
         if (!s->cur || (size_t)(s->end - s->cur) < s->size) {
-            void *c = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            size_t len = s->chunk ? s->chunk : CHUNK;
+            void *c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (c == MAP_FAILED) return NULL;
             s->cur = c;
-            s->end = (char *)c + CHUNK;
+            s->end = (char *)c + len;
         }
         obj = s->cur;
         s->cur += s->size;
