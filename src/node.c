@@ -166,12 +166,17 @@ __attribute__((constructor)) static void node_loaded(void) {
  * ThreadSanitizer refuses it) unless it made one itself: until then it
  * polls. At a new pin, under the mutex. */
 static int threaded(void) {
-    if (!node.forked) return !dsp_single_threaded();
+    /* Where glibc's flag says one thread it is exact, in a fork child too
+     * (the child of a single-threaded parent that made no thread: a
+     * launcher's workers, node_bench's storm), so no stat there (it was one
+     * at every new pin). */
+    if (dsp_single_threaded()) return 0;
+    if (!node.forked) return 1;
     /* glibc leaves __libc_single_threaded clear in the child of a threaded
      * parent: the child's own threads are counted (the directory's links:
      * 2 and one a thread). A child that made a thread itself is past the
-     * async-signal-safe rule already. One stat, at a fork child's new pins
-     * only. */
+     * async-signal-safe rule already. One stat, at the new pins of a fork
+     * child of a threaded parent only. */
     struct stat st;
     return stat("/proc/self/task", &st) == 0 && st.st_nlink > 3;
 }

@@ -160,6 +160,12 @@ node_fork_child_gets_a_timer_once_threaded)
   [ "$got" = "threads 1" ] || fail "a single-threaded fork child that pinned has: $got"
   got=$(run forkthreads 1 2>"$top/err.b") || fail "forkthreads 1: $got"
   [ "$got" = "threads 3" ] || fail "a fork child with a thread of its own that pinned has: $got (no timer?)"
+  # The same under a single-threaded parent, where glibc's flag answers
+  # without the stat of /proc/self/task.
+  got=$(run forkthreads 0 0 2>"$top/err.c") || fail "forkthreads 0 0: $got"
+  [ "$got" = "threads 1" ] || fail "a single-threaded child of a single-threaded parent has: $got"
+  got=$(run forkthreads 1 0 2>"$top/err.d") || fail "forkthreads 1 0: $got"
+  [ "$got" = "threads 3" ] || fail "a threaded child of a single-threaded parent has: $got (no timer?)"
   ;;
 node_single_threaded_idle_pool_yields_at_its_next_call)
   # Without a timer, a single-threaded process's idle pool is given back when

@@ -9,8 +9,8 @@
  *       and once the file GO exists, one 4 MiB alloc+free every 50 ms
  *   node_pin threads [N]                      makes N idle threads (0), pins and
  *       frees 16 MiB, then prints "threads T" (Threads: of /proc/self/status)
- *   node_pin forkthreads N                    makes an idle thread, forks a child
- *       that never execs, which does what "threads N" does
+ *   node_pin forkthreads N [P]                makes P idle threads (1), forks a
+ *       child that never execs, which does what "threads N" does
  *   node_pin want MB SECONDS                  asks for MB until given or SECONDS pass:
  *       "got MS" (milliseconds after the first try) and exit 0, or "refused", 1
  *   node_pin fork                             pins 16 MiB, forks a child that pins
@@ -97,8 +97,8 @@ int main(int argc, char **argv) {
         wait_file(argv[3]);
         return 0;
     }
-    if (argc == 3 && !strcmp(argv[1], "forkthreads")) {
-        idle_threads(1); /* a threaded parent, as every CUDA program */
+    if ((argc == 3 || argc == 4) && !strcmp(argv[1], "forkthreads")) {
+        idle_threads(argc == 4 ? atoi(argv[3]) : 1); /* threaded, as every CUDA program */
         fflush(stdout);
         pid_t c = fork();
         if (c == 0) {
