@@ -20,8 +20,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
 
 #define TIMER_NS      (50 * 1000 * 1000) /* how stale a pooled figure or a yield request gets */
 #define WAIT_STEP_NS  (5 * 1000 * 1000)
@@ -36,8 +41,7 @@ static struct {
     int rank, local_rank;
     _Atomic int timer_running;
     int forked;  /* a fork child, never exec'd: it starts no thread */
-    pid_t owner; /* the process that claimed the slot: a child made without the
-                    fork handlers (_Fork, clone) must not touch it */
+    pid_t owner; /* the process that claimed the slot (owner_here) */
     char key[200], path[128];
     struct dsp_manager *m; /* the manager served: its mutex guards all of the above */
     const struct dsp_node_ops *ops;
@@ -181,6 +185,38 @@ static int threaded(void) {
     return stat("/proc/self/task", &st) == 0 && st.st_nlink > 3;
 }
 
+/* Whether this address space is the one that claimed the slot, for one load:
+ * a page of its own marked MADV_WIPEONFORK, which every child that copies
+ * this memory finds zeroed, fork and also _Fork or clone, where no fork
+ * handler of ours runs and the child still holds the parent's descriptor and
+ * mapping (regression: node_fork_without_handlers_leaves_the_parent_slot_alone:
+ * a _Fork child's new pins went into its parent's slot for good). It was the
+ * pid before: a getpid() system call at every release (glibc caches no pid,
+ * and a pid cached by our fork handler would be wrong exactly where no
+ * handler runs). A kernel without MADV_WIPEONFORK (before 4.14) leaves
+ * owner_mark NULL, and the pid is compared. */
+static _Atomic int *owner_mark;
+
+static void mark_owner(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (!owner_mark) { /* once a process: a fork child finds its copy zeroed */
+        void *p =
+            mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED && syscall(SYS_madvise, p, (size_t)page, MADV_WIPEONFORK) == 0)
+            owner_mark = p;
+        else if (p != MAP_FAILED)
+            munmap(p, (size_t)page);
+    }
+    if (owner_mark) atomic_store_explicit(owner_mark, 1, memory_order_relaxed);
+    node.owner = getpid();
+}
+
+static int owner_here(void) {
+    if (DSP_LIKELY(owner_mark != NULL))
+        return atomic_load_explicit(owner_mark, memory_order_relaxed) != 0;
+    return node.owner == getpid();
+}
+
 static void want_timer(void) {
     if (!atomic_load(&node.timer_running) && threaded()) atomic_store(&dsp_node_timer_wanted, 1);
 }
@@ -231,7 +267,7 @@ static int join(void) {
     atomic_store(&dsp_node_trim_seen, atomic_load(&s->trim_req));
     atomic_store(&node_map, node.c.map);
     atomic_store(&node_slot, s);
-    node.owner = getpid();
+    mark_owner();
     node.state = 1;
     dsp_stat_set(DSP_ST_node_cap_bytes, cap);
     char a[32];
@@ -290,6 +326,15 @@ static int slot_is_ours(void);
 int dsp_node_reserve(size_t len, int silent) {
     if (node.state < 0) return 0;
     if (node.state == 0 && (node.m->pinned != 0 || join() != 0)) return 0;
+    if (DSP_UNLIKELY(!owner_here())) {
+        /* A child made without our fork handlers (_Fork, clone): the slot is
+         * its parent's, and its manager counts the parent's pins, so it
+         * cannot join with a slot of its own. */
+        unpublish();
+        node.state = -1;
+        dsp_info("node ledger %s: a child made without fork handlers budgets alone", node.path);
+        return 0;
+    }
     if (DSP_UNLIKELY(!dsp_ledger_fd_ok(&node.c))) { /* one fstat a new pin, never a pool hit */
         /* Its slot's lock went with the descriptor: others may reclaim the
          * slot at any moment, so this process stops using it. The mapping
@@ -327,12 +372,13 @@ int dsp_node_reserve(size_t len, int silent) {
     return -ENOMEM;
 }
 
-/* The slot is still this process's: claimed by it (not by a parent whose
- * child was made without fork handlers), and its descriptor still the
- * ledger's (a program that closed it lost the lock, and the slot may be
- * another's now). One fstat: releases are unpins, never pool hits. */
+/* The slot is still this process's: claimed by this address space (not by
+ * a parent whose child was made without fork handlers: owner_here), and its
+ * descriptor still the ledger's (a program that closed it lost the lock,
+ * and the slot may be another's now). One fstat: releases are unpins, never
+ * pool hits. */
 static int slot_is_ours(void) {
-    return node.state == 1 && node.owner == getpid() && dsp_ledger_fd_ok(&node.c);
+    return node.state == 1 && owner_here() && dsp_ledger_fd_ok(&node.c);
 }
 
 void dsp_node_release(size_t len) {

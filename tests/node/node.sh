@@ -304,6 +304,17 @@ node_fork_exec_and_short_lived_processes)
   [ "$(live_rows)" -eq 0 ] || fail "slots left after exit: $("$dsp" stats --node --key "$key")"
   "$dsp" stats --node --key "$key" | grep -q '^total .* 0 B ' || fail "bytes left: $("$dsp" stats --node --key "$key")"
   ;;
+node_fork_without_handlers_leaves_the_parent_slot_alone)
+  # Regression: a child made without the fork handlers (_Fork) shares the
+  # parent's descriptor and mapping; its new pins went into the parent's slot
+  # (only releases checked the owner), and stayed there after it exited.
+  DSP_POOL_MAX=0 NODE_PROBE="'$dsp' stats --node --key '$key' >'$top/probe'" run rawfork >"$top/out.r" 2>"$top/err.r" ||
+    fail "rawfork run: exit $? ($(cat "$top/out.r"))"
+  parent=$(sed -n 's/^parent //p' "$top/out.r")
+  grep -q "^$parent .* 16 MiB .* live$" "$top/probe" ||
+    fail "the parent's slot is not its own 16 MiB after the _Fork child: $(cat "$top/probe")"
+  [ "$(grep -c ' live$' "$top/probe")" -eq 1 ] || fail "more than the parent's row: $(cat "$top/probe")"
+  ;;
 *) fail "unknown case $name" ;;
 esac
 echo PASS

@@ -15,7 +15,10 @@
  *       "got MS" (milliseconds after the first try) and exit 0, or "refused", 1
  *   node_pin fork                             pins 16 MiB, forks a child that pins
  *       nothing and one that pins 16 MiB, each printing its pid and running the
- *       shell command $NODE_PROBE, one after the other */
+ *       shell command $NODE_PROBE, one after the other
+ *   node_pin rawfork                          pins 16 MiB, then _Fork (no fork
+ *       handlers run): the child frees that block and pins and frees 8 MiB;
+ *       the parent then prints "parent PID" and runs $NODE_PROBE */
 #include <dspreload.h>
 
 #include <pthread.h>
@@ -151,6 +154,27 @@ int main(int argc, char **argv) {
         printf("parent %d\n", (int)getpid());
         return dsp_free(p) == 0 ? 0 : 5;
     }
-    fprintf(stderr, "usage: node_pin hold|pool|want|fork ...\n");
+    if (argc == 2 && !strcmp(argv[1], "rawfork")) {
+        char *p = dsp_alloc(16 * MiB);
+        if (!p) return 2;
+        fflush(stdout);
+        pid_t c = _Fork();
+        if (c == 0) {
+            /* A copy of the parent's memory that no fork handler has told:
+             * none of this may reach the parent's slot. */
+            if (dsp_free(p) != 0) _exit(3);
+            char *q = dsp_alloc(8 * MiB);
+            if (!q || dsp_free(q) != 0) _exit(3);
+            _exit(0);
+        }
+        int st;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 4;
+        printf("parent %d\n", (int)getpid());
+        fflush(stdout);
+        const char *probe = getenv("NODE_PROBE");
+        if (probe && system(probe) != 0) return 6;
+        return dsp_free(p) == 0 ? 0 : 5;
+    }
+    fprintf(stderr, "usage: node_pin hold|pool|want|fork|rawfork ...\n");
     return 2;
 }
