@@ -298,14 +298,59 @@ void dsp_node_publish(void) {
     if (m) publish_map(m);
 }
 
+/* The slot is this process's to use: it joined, and it is the address space
+ * that claimed it (owner_here). Reservations and releases need nothing more:
+ * they use the mapping, never the descriptor, and the slot's lock belongs to
+ * the open file, which the mapping keeps open, so the slot stays this
+ * process's even after the program closes the descriptor (closefrom) or
+ * reuses its number. No system call: these run at every new pin and unpin,
+ * where the checks that were here made an 8-process storm of new blocks
+ * pay four more a block (docs/performance.md). */
+static int slot_is_ours(void) {
+    return node.state == 1 && owner_here();
+}
+
+/* The descriptor still the ledger's: checked before each use of it (the
+ * slots' byte locks: reclaims, and leaving at exit), never at a reservation
+ * or release, which do not use it. One fstat. A program that closed it may
+ * have a file of its own under that number, which our fcntl locks and
+ * unlocks must never reach (node_closed_descriptor_never_used_again). Until
+ * a use comes (within a second of pinning, or at a refusal) nothing needs
+ * it: the slot is still this process's (slot_is_ours). What is left is the
+ * check and the use being two system calls: a thread of the program's
+ * closing and reusing the number in between is not defended against (it
+ * was not when the check ran at every pin either). */
+static int fd_is_ours(void) {
+    return dsp_ledger_fd_ok(&node.c);
+}
+
+/* The program closed the ledger's descriptor (fd_is_ours): the process stops
+ * using the slot and budgets alone. Its lock, kept by the mapping, goes at
+ * exit; the mapping stays until then (the timer may still read it). */
+static void detach(void) {
+    unpublish();
+    node.state = -1;
+    dsp_once(DSP_LOG_WARN,
+             "node ledger %s: the program closed its descriptor; this process budgets alone "
+             "from now on (DSP_MAX_PINNED)",
+             node.path);
+}
+
 /* Under the mutex, with the slot ours: dead owners' slots zeroed and freed
  * (ledger.c), their bytes counted. At a refusal, and once a second from the
  * timer or, in a process without it, from a new pin (reclaim_due), so that
  * users (the pool caps' divisor) and the sum are not inflated by the dead
- * until someone is refused. */
-static void reclaim_dead(void) {
+ * until someone is refused. The descriptor checked first (fd_is_ours): so a
+ * closed one is noticed within a second of pinning, or at the next refusal.
+ * 0, or -1 when the process detached. */
+static int reclaim_dead(void) {
+    if (DSP_UNLIKELY(!fd_is_ours())) {
+        detach();
+        return -1;
+    }
     uint64_t got = dsp_ledger_reclaim(&node.c);
     if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+    return 0;
 }
 
 /* A process without the timer (single-threaded, or a fork child) reclaims
@@ -313,15 +358,13 @@ static void reclaim_dead(void) {
  * pin (vDSO), and the slots' byte locks once a second; never on a pool hit
  * (regression: node_dead_slot_reclaimed_by_a_single_threaded_process: a
  * node of single-threaded processes kept a dead one's slot until a refusal). */
-static void reclaim_due(void) {
+static int reclaim_due(void) {
     static long long last; /* seconds, CLOCK_MONOTONIC_COARSE; under the mutex */
     struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0 || ts.tv_sec == last) return;
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0 || ts.tv_sec == last) return 0;
     last = ts.tv_sec;
-    reclaim_dead();
+    return reclaim_dead();
 }
-
-static int slot_is_ours(void);
 
 int dsp_node_reserve(size_t len, int silent) {
     if (node.state < 0) return 0;
@@ -335,27 +378,16 @@ int dsp_node_reserve(size_t len, int silent) {
         dsp_info("node ledger %s: a child made without fork handlers budgets alone", node.path);
         return 0;
     }
-    if (DSP_UNLIKELY(!dsp_ledger_fd_ok(&node.c))) { /* one fstat a new pin, never a pool hit */
-        /* Its slot's lock went with the descriptor: others may reclaim the
-         * slot at any moment, so this process stops using it. The mapping
-         * stays (the timer may still read it). */
-        unpublish();
-        node.state = -1;
-        dsp_once(DSP_LOG_WARN,
-                 "node ledger %s: the program closed its descriptor; this process budgets alone "
-                 "from now on (DSP_MAX_PINNED)",
-                 node.path);
-        return 0;
-    }
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
         want_timer(); /* a thread made since the last pin */
     dsp_node_poll(node.m);
-    if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed)) reclaim_due();
+    if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed) && reclaim_due() != 0)
+        return 0;
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
      * share back at once, then this process's own pool, then the others'. */
-    reclaim_dead();
+    if (reclaim_dead() != 0) return 0;
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     if (silent || len > cap) return -ENOMEM;
     if (node.m->cached.bytes) {
@@ -370,15 +402,6 @@ int dsp_node_reserve(size_t len, int silent) {
     atomic_fetch_add(&node.c.map->slot[node.c.slot].refused, 1);
     dsp_stat_add(DSP_ST_node_refusals, 1);
     return -ENOMEM;
-}
-
-/* The slot is still this process's: claimed by this address space (not by
- * a parent whose child was made without fork handlers: owner_here), and its
- * descriptor still the ledger's (a program that closed it lost the lock,
- * and the slot may be another's now). One fstat: releases are unpins, never
- * pool hits. */
-static int slot_is_ours(void) {
-    return node.state == 1 && owner_here() && dsp_ledger_fd_ok(&node.c);
 }
 
 void dsp_node_release(size_t len) {
@@ -474,8 +497,8 @@ static void *timer_main(void *arg) {
         }
         dsp_lock(DSP_MGR_MU); /* the pool's figure is the lock's: read under it */
         size_t pooled = node.m->cached.bytes;
-        /* The descriptor checked first: one the program closed may be a file
-         * of its own by now. One fcntl per used slot, once a second. */
+        /* One fstat, and one fcntl per used slot, once a second; a closed
+         * descriptor detaches the process here (reclaim_dead). */
         if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();
         dsp_unlock(DSP_MGR_MU);
         if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
@@ -532,10 +555,12 @@ void dsp_node_fork_child(void) {
 __attribute__((destructor)) static void node_fini(void) {
     if (dsp_reentered() || node.state != 1) return;
     dsp_lock(DSP_MGR_MU);
-    if (node.state == 1 && !slot_is_ours()) {
-        /* Not ours to clear or unlock (a child made without fork handlers,
-         * or a descriptor the program closed): the kernel drops our lock, if
-         * any, and a refusal somewhere reclaims the slot. */
+    if (node.state == 1 && (!slot_is_ours() || !fd_is_ours())) {
+        /* Not ours to clear or unlock (a child made without fork handlers),
+         * or not through this descriptor (the program closed it: the
+         * unlock would reach a file of its own): the kernel drops our lock
+         * with the mapping, and a refusal or a timer somewhere reclaims the
+         * slot. */
         unpublish();
         node.state = -1;
     } else if (node.state == 1) {

@@ -315,6 +315,32 @@ node_fork_without_handlers_leaves_the_parent_slot_alone)
     fail "the parent's slot is not its own 16 MiB after the _Fork child: $(cat "$top/probe")"
   [ "$(grep -c ' live$' "$top/probe")" -eq 1 ] || fail "more than the parent's row: $(cat "$top/probe")"
   ;;
+node_closed_descriptor_never_used_again)
+  # A program that closes the ledger's descriptor (closefrom) and reuses its
+  # number for a file of its own: no lock of ours ever reaches that file.
+  # The slot stays the process's (its lock belongs to the open file, which
+  # the mapping keeps open), so another process takes another slot, and what
+  # the first frees before it notices leaves its own slot. It notices at its
+  # once-a-second look at the descriptor while it pins (not at every new pin:
+  # that was two system calls a block), with one warning, and budgets alone.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  LD_PRELOAD="$lib" "$prog" closefd "$top/own" "$stop" "$go" >"$top/out.a" 2>"$top/err.a" &
+  wait_for "$top/out.a" '^reused'
+  LD_PRELOAD="$lib" "$prog" hold 64 64 "$stop" >"$top/out.b" 2>"$top/err.b" &
+  wait_for "$top/out.b" '^pinned 64'
+  table=$("$dsp" stats --node --key "$key")
+  [ "$(echo "$table" | grep -c ' live$')" -eq 2 ] || fail "a's slot was not a's after the close: $table"
+  echo "$table" | grep -q '^total .* 80 MiB ' || fail "expected a's 16 MiB and b's 64: $table"
+  touch "$go" # a frees its 16 MiB, then pins and frees 4 MiB every 20 ms
+  wait_for "$top/err.a" 'the program closed its descriptor'
+  table=$("$dsp" stats --node --key "$key")
+  echo "$table" | grep -q '^total .* 64 MiB ' || fail "a's freed 16 MiB stayed, or b's changed: $table"
+  touch "$stop"
+  wait
+  grep -q '^own file unlocked' "$top/out.a" || fail "a lock of ours on the program's file: $(cat "$top/out.a")"
+  [ "$(grep -c 'the program closed its descriptor' "$top/err.a")" -eq 1 ] ||
+    fail "no single warning: $(cat "$top/err.a")"
+  ;;
 *) fail "unknown case $name" ;;
 esac
 echo PASS
