@@ -17,8 +17,10 @@
  *
  * Liveness is the kernel's, not a pid: each owner holds an open-file-
  * description lock (F_OFD_SETLK) on one byte of the file, its slot's index.
- * The kernel drops it when the last descriptor of that open file goes away:
- * exit, SIGKILL, the OOM killer, or exec (the descriptor is O_CLOEXEC). A
+ * The kernel drops it when that open file goes away, its last descriptor
+ * closed and its mapping gone: exit, SIGKILL, the OOM killer, or exec (the
+ * descriptor is O_CLOEXEC). Closing the descriptor alone does not: the
+ * mapping keeps the open file, and so the lock. A
  * reclaimer that can take the byte's lock itself knows the owner is gone
  * whatever pid reuse did, and holds the slot while it zeroes it. */
 #ifndef DSP_LEDGER_H
@@ -75,8 +77,9 @@ struct dsp_ledger_conn {
 };
 
 /* 1 when c->fd is still the ledger's descriptor, else 0: a program that
- * closes descriptors it does not own (closefrom) releases the slot's lock,
- * and the number may be reused for a file of its own. */
+ * closes descriptors it does not own (closefrom) may reuse the number for a
+ * file of its own, which the slots' byte locks must never reach. (The slot's
+ * own lock stays: the mapping keeps the open file.) One fstat. */
 int dsp_ledger_fd_ok(const struct dsp_ledger_conn *c);
 
 /* 64-bit FNV-1a of the first n bytes of s (up to its NUL). */

@@ -20,8 +20,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
 
 #define TIMER_NS      (50 * 1000 * 1000) /* how stale a pooled figure or a yield request gets */
 #define WAIT_STEP_NS  (5 * 1000 * 1000)
@@ -36,8 +41,7 @@ static struct {
     int rank, local_rank;
     _Atomic int timer_running;
     int forked;  /* a fork child, never exec'd: it starts no thread */
-    pid_t owner; /* the process that claimed the slot: a child made without the
-                    fork handlers (_Fork, clone) must not touch it */
+    pid_t owner; /* the process that claimed the slot (owner_here) */
     char key[200], path[128];
     struct dsp_manager *m; /* the manager served: its mutex guards all of the above */
     const struct dsp_node_ops *ops;
@@ -166,14 +170,51 @@ __attribute__((constructor)) static void node_loaded(void) {
  * ThreadSanitizer refuses it) unless it made one itself: until then it
  * polls. At a new pin, under the mutex. */
 static int threaded(void) {
-    if (!node.forked) return !dsp_single_threaded();
+    /* Where glibc's flag says one thread it is exact, in a fork child too
+     * (the child of a single-threaded parent that made no thread: a
+     * launcher's workers, node_bench's storm), so no stat there (it was one
+     * at every new pin). */
+    if (dsp_single_threaded()) return 0;
+    if (!node.forked) return 1;
     /* glibc leaves __libc_single_threaded clear in the child of a threaded
      * parent: the child's own threads are counted (the directory's links:
      * 2 and one a thread). A child that made a thread itself is past the
-     * async-signal-safe rule already. One stat, at a fork child's new pins
-     * only. */
+     * async-signal-safe rule already. One stat, at the new pins of a fork
+     * child of a threaded parent only. */
     struct stat st;
     return stat("/proc/self/task", &st) == 0 && st.st_nlink > 3;
+}
+
+/* Whether this address space is the one that claimed the slot, for one load:
+ * a page of its own marked MADV_WIPEONFORK, which every child that copies
+ * this memory finds zeroed, fork and also _Fork or clone, where no fork
+ * handler of ours runs and the child still holds the parent's descriptor and
+ * mapping (regression: node_fork_without_handlers_leaves_the_parent_slot_alone:
+ * a _Fork child's new pins went into its parent's slot for good). It was the
+ * pid before: a getpid() system call at every release (glibc caches no pid,
+ * and a pid cached by our fork handler would be wrong exactly where no
+ * handler runs). A kernel without MADV_WIPEONFORK (before 4.14) leaves
+ * owner_mark NULL, and the pid is compared. */
+static _Atomic int *owner_mark;
+
+static void mark_owner(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (!owner_mark) { /* once a process: a fork child finds its copy zeroed */
+        void *p =
+            mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED && syscall(SYS_madvise, p, (size_t)page, MADV_WIPEONFORK) == 0)
+            owner_mark = p;
+        else if (p != MAP_FAILED)
+            munmap(p, (size_t)page);
+    }
+    if (owner_mark) atomic_store_explicit(owner_mark, 1, memory_order_relaxed);
+    node.owner = getpid();
+}
+
+static int owner_here(void) {
+    if (DSP_LIKELY(owner_mark != NULL))
+        return atomic_load_explicit(owner_mark, memory_order_relaxed) != 0;
+    return node.owner == getpid();
 }
 
 static void want_timer(void) {
@@ -226,7 +267,7 @@ static int join(void) {
     atomic_store(&dsp_node_trim_seen, atomic_load(&s->trim_req));
     atomic_store(&node_map, node.c.map);
     atomic_store(&node_slot, s);
-    node.owner = getpid();
+    mark_owner();
     node.state = 1;
     dsp_stat_set(DSP_ST_node_cap_bytes, cap);
     char a[32];
@@ -257,14 +298,59 @@ void dsp_node_publish(void) {
     if (m) publish_map(m);
 }
 
+/* The slot is this process's to use: it joined, and it is the address space
+ * that claimed it (owner_here). Reservations and releases need nothing more:
+ * they use the mapping, never the descriptor, and the slot's lock belongs to
+ * the open file, which the mapping keeps open, so the slot stays this
+ * process's even after the program closes the descriptor (closefrom) or
+ * reuses its number. No system call: these run at every new pin and unpin,
+ * where the checks that were here made an 8-process storm of new blocks
+ * pay four more a block (docs/performance.md). */
+static int slot_is_ours(void) {
+    return node.state == 1 && owner_here();
+}
+
+/* The descriptor still the ledger's: checked before each use of it (the
+ * slots' byte locks: reclaims, and leaving at exit), never at a reservation
+ * or release, which do not use it. One fstat. A program that closed it may
+ * have a file of its own under that number, which our fcntl locks and
+ * unlocks must never reach (node_closed_descriptor_never_used_again). Until
+ * a use comes (within a second of pinning, or at a refusal) nothing needs
+ * it: the slot is still this process's (slot_is_ours). What is left is the
+ * check and the use being two system calls: a thread of the program's
+ * closing and reusing the number in between is not defended against (it
+ * was not when the check ran at every pin either). */
+static int fd_is_ours(void) {
+    return dsp_ledger_fd_ok(&node.c);
+}
+
+/* The program closed the ledger's descriptor (fd_is_ours): the process stops
+ * using the slot and budgets alone. Its lock, kept by the mapping, goes at
+ * exit; the mapping stays until then (the timer may still read it). */
+static void detach(void) {
+    unpublish();
+    node.state = -1;
+    dsp_once(DSP_LOG_WARN,
+             "node ledger %s: the program closed its descriptor; this process budgets alone "
+             "from now on (DSP_MAX_PINNED)",
+             node.path);
+}
+
 /* Under the mutex, with the slot ours: dead owners' slots zeroed and freed
  * (ledger.c), their bytes counted. At a refusal, and once a second from the
  * timer or, in a process without it, from a new pin (reclaim_due), so that
  * users (the pool caps' divisor) and the sum are not inflated by the dead
- * until someone is refused. */
-static void reclaim_dead(void) {
+ * until someone is refused. The descriptor checked first (fd_is_ours): so a
+ * closed one is noticed within a second of pinning, or at the next refusal.
+ * 0, or -1 when the process detached. */
+static int reclaim_dead(void) {
+    if (DSP_UNLIKELY(!fd_is_ours())) {
+        detach();
+        return -1;
+    }
     uint64_t got = dsp_ledger_reclaim(&node.c);
     if (got) dsp_stat_add(DSP_ST_node_reclaimed_bytes, got);
+    return 0;
 }
 
 /* A process without the timer (single-threaded, or a fork child) reclaims
@@ -272,40 +358,36 @@ static void reclaim_dead(void) {
  * pin (vDSO), and the slots' byte locks once a second; never on a pool hit
  * (regression: node_dead_slot_reclaimed_by_a_single_threaded_process: a
  * node of single-threaded processes kept a dead one's slot until a refusal). */
-static void reclaim_due(void) {
+static int reclaim_due(void) {
     static long long last; /* seconds, CLOCK_MONOTONIC_COARSE; under the mutex */
     struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0 || ts.tv_sec == last) return;
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0 || ts.tv_sec == last) return 0;
     last = ts.tv_sec;
-    reclaim_dead();
+    return reclaim_dead();
 }
-
-static int slot_is_ours(void);
 
 int dsp_node_reserve(size_t len, int silent) {
     if (node.state < 0) return 0;
     if (node.state == 0 && (node.m->pinned != 0 || join() != 0)) return 0;
-    if (DSP_UNLIKELY(!dsp_ledger_fd_ok(&node.c))) { /* one fstat a new pin, never a pool hit */
-        /* Its slot's lock went with the descriptor: others may reclaim the
-         * slot at any moment, so this process stops using it. The mapping
-         * stays (the timer may still read it). */
+    if (DSP_UNLIKELY(!owner_here())) {
+        /* A child made without our fork handlers (_Fork, clone): the slot is
+         * its parent's, and its manager counts the parent's pins, so it
+         * cannot join with a slot of its own. */
         unpublish();
         node.state = -1;
-        dsp_once(DSP_LOG_WARN,
-                 "node ledger %s: the program closed its descriptor; this process budgets alone "
-                 "from now on (DSP_MAX_PINNED)",
-                 node.path);
+        dsp_info("node ledger %s: a child made without fork handlers budgets alone", node.path);
         return 0;
     }
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
         want_timer(); /* a thread made since the last pin */
     dsp_node_poll(node.m);
-    if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed)) reclaim_due();
+    if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed) && reclaim_due() != 0)
+        return 0;
     uint64_t cap = cap_now();
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     /* The slow path, on a refusal only: owners that are gone give their
      * share back at once, then this process's own pool, then the others'. */
-    reclaim_dead();
+    if (reclaim_dead() != 0) return 0;
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     if (silent || len > cap) return -ENOMEM;
     if (node.m->cached.bytes) {
@@ -320,14 +402,6 @@ int dsp_node_reserve(size_t len, int silent) {
     atomic_fetch_add(&node.c.map->slot[node.c.slot].refused, 1);
     dsp_stat_add(DSP_ST_node_refusals, 1);
     return -ENOMEM;
-}
-
-/* The slot is still this process's: claimed by it (not by a parent whose
- * child was made without fork handlers), and its descriptor still the
- * ledger's (a program that closed it lost the lock, and the slot may be
- * another's now). One fstat: releases are unpins, never pool hits. */
-static int slot_is_ours(void) {
-    return node.state == 1 && node.owner == getpid() && dsp_ledger_fd_ok(&node.c);
 }
 
 void dsp_node_release(size_t len) {
@@ -423,8 +497,8 @@ static void *timer_main(void *arg) {
         }
         dsp_lock(DSP_MGR_MU); /* the pool's figure is the lock's: read under it */
         size_t pooled = node.m->cached.bytes;
-        /* The descriptor checked first: one the program closed may be a file
-         * of its own by now. One fcntl per used slot, once a second. */
+        /* One fstat, and one fcntl per used slot, once a second; a closed
+         * descriptor detaches the process here (reclaim_dead). */
         if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();
         dsp_unlock(DSP_MGR_MU);
         if (s == atomic_load(&node_slot)) atomic_store(&s->pooled, pooled); /* not left (exit) */
@@ -481,10 +555,12 @@ void dsp_node_fork_child(void) {
 __attribute__((destructor)) static void node_fini(void) {
     if (dsp_reentered() || node.state != 1) return;
     dsp_lock(DSP_MGR_MU);
-    if (node.state == 1 && !slot_is_ours()) {
-        /* Not ours to clear or unlock (a child made without fork handlers,
-         * or a descriptor the program closed): the kernel drops our lock, if
-         * any, and a refusal somewhere reclaims the slot. */
+    if (node.state == 1 && (!slot_is_ours() || !fd_is_ours())) {
+        /* Not ours to clear or unlock (a child made without fork handlers),
+         * or not through this descriptor (the program closed it: the
+         * unlock would reach a file of its own): the kernel drops our lock
+         * with the mapping, and a refusal or a timer somewhere reclaims the
+         * slot. */
         unpublish();
         node.state = -1;
     } else if (node.state == 1) {

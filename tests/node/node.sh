@@ -160,6 +160,12 @@ node_fork_child_gets_a_timer_once_threaded)
   [ "$got" = "threads 1" ] || fail "a single-threaded fork child that pinned has: $got"
   got=$(run forkthreads 1 2>"$top/err.b") || fail "forkthreads 1: $got"
   [ "$got" = "threads 3" ] || fail "a fork child with a thread of its own that pinned has: $got (no timer?)"
+  # The same under a single-threaded parent, where glibc's flag answers
+  # without the stat of /proc/self/task.
+  got=$(run forkthreads 0 0 2>"$top/err.c") || fail "forkthreads 0 0: $got"
+  [ "$got" = "threads 1" ] || fail "a single-threaded child of a single-threaded parent has: $got"
+  got=$(run forkthreads 1 0 2>"$top/err.d") || fail "forkthreads 1 0: $got"
+  [ "$got" = "threads 3" ] || fail "a threaded child of a single-threaded parent has: $got (no timer?)"
   ;;
 node_single_threaded_idle_pool_yields_at_its_next_call)
   # Without a timer, a single-threaded process's idle pool is given back when
@@ -297,6 +303,43 @@ node_fork_exec_and_short_lived_processes)
   grep -q "^$parent " "$top/probe" || fail "no row of the parent $parent: $(cat "$top/probe")"
   [ "$(live_rows)" -eq 0 ] || fail "slots left after exit: $("$dsp" stats --node --key "$key")"
   "$dsp" stats --node --key "$key" | grep -q '^total .* 0 B ' || fail "bytes left: $("$dsp" stats --node --key "$key")"
+  ;;
+node_fork_without_handlers_leaves_the_parent_slot_alone)
+  # Regression: a child made without the fork handlers (_Fork) shares the
+  # parent's descriptor and mapping; its new pins went into the parent's slot
+  # (only releases checked the owner), and stayed there after it exited.
+  DSP_POOL_MAX=0 NODE_PROBE="'$dsp' stats --node --key '$key' >'$top/probe'" run rawfork >"$top/out.r" 2>"$top/err.r" ||
+    fail "rawfork run: exit $? ($(cat "$top/out.r"))"
+  parent=$(sed -n 's/^parent //p' "$top/out.r")
+  grep -q "^$parent .* 16 MiB .* live$" "$top/probe" ||
+    fail "the parent's slot is not its own 16 MiB after the _Fork child: $(cat "$top/probe")"
+  [ "$(grep -c ' live$' "$top/probe")" -eq 1 ] || fail "more than the parent's row: $(cat "$top/probe")"
+  ;;
+node_closed_descriptor_never_used_again)
+  # A program that closes the ledger's descriptor (closefrom) and reuses its
+  # number for a file of its own: no lock of ours ever reaches that file.
+  # The slot stays the process's (its lock belongs to the open file, which
+  # the mapping keeps open), so another process takes another slot, and what
+  # the first frees before it notices leaves its own slot. It notices at its
+  # once-a-second look at the descriptor while it pins (not at every new pin:
+  # that was two system calls a block), with one warning, and budgets alone.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  LD_PRELOAD="$lib" "$prog" closefd "$top/own" "$stop" "$go" >"$top/out.a" 2>"$top/err.a" &
+  wait_for "$top/out.a" '^reused'
+  LD_PRELOAD="$lib" "$prog" hold 64 64 "$stop" >"$top/out.b" 2>"$top/err.b" &
+  wait_for "$top/out.b" '^pinned 64'
+  table=$("$dsp" stats --node --key "$key")
+  [ "$(echo "$table" | grep -c ' live$')" -eq 2 ] || fail "a's slot was not a's after the close: $table"
+  echo "$table" | grep -q '^total .* 80 MiB ' || fail "expected a's 16 MiB and b's 64: $table"
+  touch "$go" # a frees its 16 MiB, then pins and frees 4 MiB every 20 ms
+  wait_for "$top/err.a" 'the program closed its descriptor'
+  table=$("$dsp" stats --node --key "$key")
+  echo "$table" | grep -q '^total .* 64 MiB ' || fail "a's freed 16 MiB stayed, or b's changed: $table"
+  touch "$stop"
+  wait
+  grep -q '^own file unlocked' "$top/out.a" || fail "a lock of ours on the program's file: $(cat "$top/out.a")"
+  [ "$(grep -c 'the program closed its descriptor' "$top/err.a")" -eq 1 ] ||
+    fail "no single warning: $(cat "$top/err.a")"
   ;;
 *) fail "unknown case $name" ;;
 esac

@@ -9,15 +9,26 @@
  *       and once the file GO exists, one 4 MiB alloc+free every 50 ms
  *   node_pin threads [N]                      makes N idle threads (0), pins and
  *       frees 16 MiB, then prints "threads T" (Threads: of /proc/self/status)
- *   node_pin forkthreads N                    makes an idle thread, forks a child
- *       that never execs, which does what "threads N" does
+ *   node_pin forkthreads N [P]                makes P idle threads (1), forks a
+ *       child that never execs, which does what "threads N" does
  *   node_pin want MB SECONDS                  asks for MB until given or SECONDS pass:
  *       "got MS" (milliseconds after the first try) and exit 0, or "refused", 1
  *   node_pin fork                             pins 16 MiB, forks a child that pins
  *       nothing and one that pins 16 MiB, each printing its pid and running the
- *       shell command $NODE_PROBE, one after the other */
+ *       shell command $NODE_PROBE, one after the other
+ *   node_pin rawfork                          pins 16 MiB, then _Fork (no fork
+ *       handlers run): the child frees that block and pins and frees 8 MiB;
+ *       the parent then prints "parent PID" and runs $NODE_PROBE
+ *   node_pin closefd OWN STOP [GO]            pins 16 MiB, closes the ledger's
+ *       descriptor and opens the file OWN, which gets its number, and prints
+ *       "reused N"; once the file GO exists (when given), frees the 16 MiB
+ *       and pins and frees 4 MiB every 20 ms until STOP exists, then prints
+ *       "own file unlocked" unless a lock of ours is on OWN ("own file
+ *       locked") */
 #include <dspreload.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +75,33 @@ static int threads_now(void) {
     return n;
 }
 
+/* The descriptor of the node ledger (a /dev/shm/dspreload- file), or -1. */
+static int ledger_fd(void) {
+    int found = -1;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char link[300], to[256];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, to, sizeof to - 1);
+        if (n <= 0) continue;
+        to[n] = 0;
+        if (!strncmp(to, "/dev/shm/dspreload-", 19)) found = atoi(e->d_name);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* 1 when some open file description holds an OFD lock on the first 256
+ * bytes of path (the slots' bytes), seen from an open of its own. */
+static int ofd_locked(const char *path) {
+    int fd = open(path, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 256};
+    int locked = fd >= 0 && fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    if (fd >= 0) close(fd);
+    return locked;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "hold")) {
         size_t total = (size_t)atol(argv[2]) * MiB, block = (size_t)atol(argv[3]) * MiB, got = 0;
@@ -97,8 +135,8 @@ int main(int argc, char **argv) {
         wait_file(argv[3]);
         return 0;
     }
-    if (argc == 3 && !strcmp(argv[1], "forkthreads")) {
-        idle_threads(1); /* a threaded parent, as every CUDA program */
+    if ((argc == 3 || argc == 4) && !strcmp(argv[1], "forkthreads")) {
+        idle_threads(argc == 4 ? atoi(argv[3]) : 1); /* threaded, as every CUDA program */
         fflush(stdout);
         pid_t c = fork();
         if (c == 0) {
@@ -151,6 +189,45 @@ int main(int argc, char **argv) {
         printf("parent %d\n", (int)getpid());
         return dsp_free(p) == 0 ? 0 : 5;
     }
-    fprintf(stderr, "usage: node_pin hold|pool|want|fork ...\n");
+    if (argc == 2 && !strcmp(argv[1], "rawfork")) {
+        char *p = dsp_alloc(16 * MiB);
+        if (!p) return 2;
+        fflush(stdout);
+        pid_t c = _Fork();
+        if (c == 0) {
+            /* A copy of the parent's memory that no fork handler has told:
+             * none of this may reach the parent's slot. */
+            if (dsp_free(p) != 0) _exit(3);
+            char *q = dsp_alloc(8 * MiB);
+            if (!q || dsp_free(q) != 0) _exit(3);
+            _exit(0);
+        }
+        int st;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 4;
+        printf("parent %d\n", (int)getpid());
+        fflush(stdout);
+        const char *probe = getenv("NODE_PROBE");
+        if (probe && system(probe) != 0) return 6;
+        return dsp_free(p) == 0 ? 0 : 5;
+    }
+    if (argc >= 4 && !strcmp(argv[1], "closefd")) {
+        char *p = dsp_alloc(16 * MiB);
+        int fd = ledger_fd();
+        if (!p || fd < 0) return 2;
+        close(fd); /* as closefrom would: the slot's lock goes with it */
+        int own = open(argv[2], O_RDWR | O_CREAT, 0600);
+        if (own != fd) return 3;
+        printf("reused %d\n", own);
+        fflush(stdout);
+        if (argc > 4) wait_file(argv[4]);
+        if (dsp_free(p) != 0) return 4;
+        while (access(argv[3], F_OK) != 0) {
+            dsp_free(dsp_alloc(4 * MiB));
+            usleep(20 * 1000);
+        }
+        printf("own file %s\n", ofd_locked(argv[2]) ? "locked" : "unlocked");
+        return 0;
+    }
+    fprintf(stderr, "usage: node_pin hold|pool|want|fork|rawfork|closefd ...\n");
     return 2;
 }
