@@ -537,13 +537,18 @@ void dsp_node_fork_child(void) {
     atomic_store(&dsp_node_timer_wanted, 0);
     atomic_store(&node.timer_running, 0); /* threads are not inherited */
     node.forked = 1;
+    /* The mapping goes in every case: it holds the open file, and with it the
+     * parent's slot lock, which a detached parent's child would otherwise
+     * keep alive after the parent exits (review of issue 16's change). */
+    if (node.c.map) munmap(node.c.map, sizeof *node.c.map);
+    node.c.map = NULL;
     if (node.state == 1) {
         /* The parent's slot stays the parent's: this copy of the descriptor
          * is closed without unlocking (the lock belongs to the open file,
-         * which the parent keeps). */
-        munmap(node.c.map, sizeof *node.c.map);
-        close(node.c.fd);
-        node.c.map = NULL;
+         * which the parent keeps), and only if it still is the ledger's: the
+         * program may have closed it and reused the number for a file of its
+         * own before the parent noticed (one fstat a fork). */
+        if (fd_is_ours()) close(node.c.fd);
         node.c.fd = -1;
         node.c.slot = -1;
         node.state = 0;
@@ -554,6 +559,11 @@ void dsp_node_fork_child(void) {
  * somewhere. Not from inside our own lock (exit from a signal handler). */
 __attribute__((destructor)) static void node_fini(void) {
     if (dsp_reentered() || node.state != 1) return;
+    /* A vfork (CLONE_VM) child that calls exit shares this memory, the owner
+     * page too: only the pid tells it apart, and it must change nothing, not
+     * even our state, which is its parent's (review of issue 16's change:
+     * it freed the parent's slot). One getpid, at exit. */
+    if (node.owner != getpid()) return;
     dsp_lock(DSP_MGR_MU);
     if (node.state == 1 && (!slot_is_ours() || !fd_is_ours())) {
         /* Not ours to clear or unlock (a child made without fork handlers),

@@ -21,7 +21,7 @@ static size_t carved;
 static void *carve(struct dsp_slab *slab, void **slot) {
     void *p = dsp_slab_alloc(slab);
     if (p) {
-        carved++;
+        __atomic_fetch_add(&carved, 1, __ATOMIC_RELAXED); /* read by dsp_pmap_nodes unlocked */
         __atomic_store_n(slot, p, __ATOMIC_RELEASE);
     }
     return p;

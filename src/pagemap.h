@@ -1,8 +1,8 @@
 /* The page map: a radix table from an address to the small block that may
  * hold it, so that "is this pinned?" on a small block reads one cache line
  * beyond the hot ones, whatever the number of blocks (issue 12: at 100,000 live 4 KiB blocks the
- * B+tree's random lookups missed the caches on every level, 2.9x the
- * 1,000-block latency).
+ * B+tree's random lookups missed the caches on every level, 2.3x-3.5x the
+ * 1,000-block latency in the benchmark's runs).
  *
  * It is an index beside the registry's B+tree, not instead of it: the tree
  * stays the truth (every range, its owner and flags, the floor queries), and
@@ -14,8 +14,9 @@
  * the range's length. A lookup takes the nearest start at or
  * below the address, in its own leaf (2 MiB of address space) or the one
  * before (a mapped range is at most 2 MiB long, so its start is never further
- * back). Inserting or removing a range is two stores, whatever its length:
- * an entry on every page cost the 256 KiB pool cycle 2.8x (92 to 255 ns).
+ * back). Inserting a range is two stores and removing it one, whatever its
+ * length: an entry on every page cost the 256 KiB pool cycle 2.8x (92 to
+ * 255 ns).
  *
  * Four levels of 512 (9 bits each, bits 12-47 of the address): a static root,
  * then nodes carved from slabs and never freed, so that a reader holding a

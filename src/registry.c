@@ -203,23 +203,21 @@ int dsp_reg_floor(uintptr_t addr, struct dsp_range *out) {
 int dsp_reg_contains(uintptr_t addr, size_t len) {
     uintptr_t last = addr + (len ? len - 1 : 0);
     if (last < addr) return 0;
-    uint32_t gen;
     /* The page map first: one cold cache line for a small block, whatever
-     * the number of blocks. It answers only yes; the rest is the tree's to say. */
+     * the number of blocks. It answers only yes; the rest is the tree's to
+     * say, in the same read of the seqlock. */
     for (;;) {
         unsigned s;
         if (read_begin(&s)) return 0;
+        uint32_t gen = LD(R.gen);
         uintptr_t base;
         size_t n;
-        gen = LD(R.gen);
-        int found = dsp_pmap_lookup(addr, gen, &base, &n);
-        if (DSP_LIKELY(read_valid(s))) {
-            if (found && last - base < n) return 1;
-            break;
-        }
+        struct dsp_range r;
+        int yes = dsp_pmap_lookup(addr, gen, &base, &n) && last - base < n;
+        int rc = yes ? 1 : predecessor(addr, &r);
+        if (DSP_LIKELY(read_valid(s) && rc >= 0))
+            return yes || (rc == 1 && last < r.end && r.gen == gen);
     }
-    struct dsp_range r;
-    return lookup(addr, &r, &gen) == 1 && last < r.end && r.gen == gen;
 }
 
 size_t dsp_reg_count(void) {

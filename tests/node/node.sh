@@ -341,6 +341,25 @@ node_closed_descriptor_never_used_again)
   [ "$(grep -c 'the program closed its descriptor' "$top/err.a")" -eq 1 ] ||
     fail "no single warning: $(cat "$top/err.a")"
   ;;
+node_fork_child_keeps_a_file_at_a_closed_ledger_number)
+  # Regression (review of issue 16's change): the fork handler closed the
+  # child's copy of the ledger's number without checking it, and a program
+  # that had closed the ledger's descriptor (closefrom) and reused the number
+  # for a file of its own lost that file in every child it forked.
+  DSP_POOL_MAX=0 run closefork "$top/own" >"$top/out.k" 2>"$top/err.k" || fail "closefork: exit $? ($(cat "$top/err.k"))"
+  grep -q '^child kept its file' "$top/out.k" || fail "the child lost the program's file: $(cat "$top/out.k")"
+  ;;
+node_vfork_child_exit_leaves_the_parent_slot_alone)
+  # Regression (review of issue 16's change): a vfork child that calls exit
+  # runs our destructor in the parent's memory, where the owner page says
+  # "ours"; it freed the parent's slot and unlocked it through the shared
+  # open file. Only the pid tells such a child apart.
+  DSP_POOL_MAX=0 NODE_PROBE="'$dsp' stats --node --key '$key' >'$top/probe'" run vforkexit >"$top/out.v" 2>"$top/err.v" ||
+    fail "vforkexit run: exit $? ($(cat "$top/out.v"))"
+  parent=$(sed -n 's/^parent //p' "$top/out.v")
+  grep -q "^$parent .* 16 MiB .* live$" "$top/probe" ||
+    fail "the parent's slot is not its own 16 MiB after the vfork child's exit: $(cat "$top/probe")"
+  ;;
 *) fail "unknown case $name" ;;
 esac
 echo PASS

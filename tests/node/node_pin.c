@@ -24,7 +24,13 @@
  *       "reused N"; once the file GO exists (when given), frees the 16 MiB
  *       and pins and frees 4 MiB every 20 ms until STOP exists, then prints
  *       "own file unlocked" unless a lock of ours is on OWN ("own file
- *       locked") */
+ *       locked")
+ *   node_pin closefork OWN                    pins 16 MiB, closes the ledger's
+ *       descriptor, opens OWN at its number, forks: prints "child kept its
+ *       file" when the child still has OWN under that number
+ *   node_pin vforkexit                        pins 16 MiB, then vfork, and the
+ *       child calls exit (destructors and all); the parent prints "parent
+ *       PID" and runs $NODE_PROBE */
 #include <dspreload.h>
 
 #include <dirent.h>
@@ -33,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -214,7 +221,7 @@ int main(int argc, char **argv) {
         char *p = dsp_alloc(16 * MiB);
         int fd = ledger_fd();
         if (!p || fd < 0) return 2;
-        close(fd); /* as closefrom would: the slot's lock goes with it */
+        close(fd); /* as closefrom would (the slot's lock stays: the mapping keeps the file) */
         int own = open(argv[2], O_RDWR | O_CREAT, 0600);
         if (own != fd) return 3;
         printf("reused %d\n", own);
@@ -228,6 +235,41 @@ int main(int argc, char **argv) {
         printf("own file %s\n", ofd_locked(argv[2]) ? "locked" : "unlocked");
         return 0;
     }
-    fprintf(stderr, "usage: node_pin hold|pool|want|fork|rawfork|closefd ...\n");
+    if (argc == 3 && !strcmp(argv[1], "closefork")) {
+        char *p = dsp_alloc(16 * MiB);
+        int fd = ledger_fd();
+        if (!p || fd < 0) return 2;
+        close(fd); /* the parent notices at its next reclaim, not before this fork */
+        int own = open(argv[2], O_RDWR | O_CREAT, 0600);
+        struct stat want, got;
+        if (own != fd || fstat(own, &want) != 0) return 3;
+        fflush(stdout);
+        pid_t c = fork();
+        if (c == 0)
+            _exit(fstat(own, &got) == 0 && got.st_ino == want.st_ino && got.st_dev == want.st_dev
+                      ? 0
+                      : 7);
+        int st;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st)) return 4;
+        printf("child %s its file\n", WEXITSTATUS(st) == 0 ? "kept" : "lost");
+        return dsp_free(p) == 0 ? 0 : 5;
+    }
+    if (argc == 2 && !strcmp(argv[1], "vforkexit")) {
+        char *p = dsp_alloc(16 * MiB);
+        if (!p) return 2;
+        fflush(stdout);
+        fflush(stderr);
+        pid_t c = vfork();
+        if (c == 0) exit(0); /* undefined after vfork, and done all the same */
+        int st;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 4;
+        printf("parent %d\n", (int)getpid());
+        fflush(stdout);
+        const char *probe = getenv("NODE_PROBE");
+        if (probe && system(probe) != 0) return 6;
+        return dsp_free(p) == 0 ? 0 : 5;
+    }
+    fprintf(stderr,
+            "usage: node_pin hold|pool|want|fork|rawfork|closefd|closefork|vforkexit ...\n");
     return 2;
 }

@@ -60,7 +60,7 @@ Test(registry, remove_needs_the_exact_base) {
 }
 
 /* Issue 12: at 100,000 live 4 KiB blocks the tree's random lookups took
- * 2.9x their 1,000-block time (each level a cache miss). Small ranges are now
+ * 2.3x-3.5x their 1,000-block time (each level a cache miss). Small ranges are now
  * found through the page map: the start nearest below an address must be its
  * own range's, decoded exactly; large ranges stay the tree's alone. */
 #include "pagemap.h"
