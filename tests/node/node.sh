@@ -18,6 +18,18 @@ run() { LD_PRELOAD="$lib" "$prog" "$@"; }
 # (Background processes are started without run, so that $! is the program
 # itself: a function would run in a subshell of its own.)
 
+# parent_slot_alone MODE WHAT: node_pin MODE pins 16 MiB and makes a child
+# (WHAT) that must leave the parent's slot alone: once it is gone, the
+# ledger holds one live row, the parent's, with its 16 MiB.
+parent_slot_alone() {
+  DSP_POOL_MAX=0 NODE_PROBE="'$dsp' stats --node --key '$key' >'$top/probe'" run "$1" >"$top/out.$1" 2>"$top/err.$1" ||
+    fail "$1 run: exit $? ($(cat "$top/out.$1"))"
+  parent=$(sed -n 's/^parent //p' "$top/out.$1")
+  grep -q "^$parent .* 16 MiB .* live$" "$top/probe" ||
+    fail "the parent's slot is not its own 16 MiB after $2: $(cat "$top/probe")"
+  [ "$(grep -c ' live$' "$top/probe")" -eq 1 ] || fail "more than the parent's row: $(cat "$top/probe")"
+}
+
 # Polls until the file holds a line matching the pattern (120 s at most).
 wait_for() {
   i=0
@@ -308,12 +320,7 @@ node_fork_without_handlers_leaves_the_parent_slot_alone)
   # Regression: a child made without the fork handlers (_Fork) shares the
   # parent's descriptor and mapping; its new pins went into the parent's slot
   # (only releases checked the owner), and stayed there after it exited.
-  DSP_POOL_MAX=0 NODE_PROBE="'$dsp' stats --node --key '$key' >'$top/probe'" run rawfork >"$top/out.r" 2>"$top/err.r" ||
-    fail "rawfork run: exit $? ($(cat "$top/out.r"))"
-  parent=$(sed -n 's/^parent //p' "$top/out.r")
-  grep -q "^$parent .* 16 MiB .* live$" "$top/probe" ||
-    fail "the parent's slot is not its own 16 MiB after the _Fork child: $(cat "$top/probe")"
-  [ "$(grep -c ' live$' "$top/probe")" -eq 1 ] || fail "more than the parent's row: $(cat "$top/probe")"
+  parent_slot_alone rawfork "the _Fork child"
   ;;
 node_closed_descriptor_never_used_again)
   # A program that closes the ledger's descriptor (closefrom) and reuses its
@@ -354,11 +361,7 @@ node_vfork_child_exit_leaves_the_parent_slot_alone)
   # runs our destructor in the parent's memory, where the owner page says
   # "ours"; it freed the parent's slot and unlocked it through the shared
   # open file. Only the pid tells such a child apart.
-  DSP_POOL_MAX=0 NODE_PROBE="'$dsp' stats --node --key '$key' >'$top/probe'" run vforkexit >"$top/out.v" 2>"$top/err.v" ||
-    fail "vforkexit run: exit $? ($(cat "$top/out.v"))"
-  parent=$(sed -n 's/^parent //p' "$top/out.v")
-  grep -q "^$parent .* 16 MiB .* live$" "$top/probe" ||
-    fail "the parent's slot is not its own 16 MiB after the vfork child's exit: $(cat "$top/probe")"
+  parent_slot_alone vforkexit "the vfork child's exit"
   ;;
 *) fail "unknown case $name" ;;
 esac

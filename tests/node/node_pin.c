@@ -82,6 +82,18 @@ static int threads_now(void) {
     return n;
 }
 
+/* The parent's end of rawfork and vforkexit: the child waited for, "parent
+ * PID" printed, $NODE_PROBE run while the block p is live, p freed. */
+static int parent_after(pid_t c, char *p) {
+    int st;
+    if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 4;
+    printf("parent %d\n", (int)getpid());
+    fflush(stdout);
+    const char *probe = getenv("NODE_PROBE");
+    if (probe && system(probe) != 0) return 6;
+    return dsp_free(p) == 0 ? 0 : 5;
+}
+
 /* The descriptor of the node ledger (a /dev/shm/dspreload- file), or -1. */
 static int ledger_fd(void) {
     int found = -1;
@@ -209,13 +221,7 @@ int main(int argc, char **argv) {
             if (!q || dsp_free(q) != 0) _exit(3);
             _exit(0);
         }
-        int st;
-        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 4;
-        printf("parent %d\n", (int)getpid());
-        fflush(stdout);
-        const char *probe = getenv("NODE_PROBE");
-        if (probe && system(probe) != 0) return 6;
-        return dsp_free(p) == 0 ? 0 : 5;
+        return parent_after(c, p);
     }
     if (argc >= 4 && !strcmp(argv[1], "closefd")) {
         char *p = dsp_alloc(16 * MiB);
@@ -261,13 +267,7 @@ int main(int argc, char **argv) {
         fflush(stderr);
         pid_t c = vfork();
         if (c == 0) exit(0); /* undefined after vfork, and done all the same */
-        int st;
-        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 4;
-        printf("parent %d\n", (int)getpid());
-        fflush(stdout);
-        const char *probe = getenv("NODE_PROBE");
-        if (probe && system(probe) != 0) return 6;
-        return dsp_free(p) == 0 ? 0 : 5;
+        return parent_after(c, p);
     }
     fprintf(stderr,
             "usage: node_pin hold|pool|want|fork|rawfork|closefd|closefork|vforkexit ...\n");
