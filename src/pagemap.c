@@ -14,8 +14,6 @@ static struct dsp_slab nodes = DSP_SLAB_INIT_CHUNK(sizeof(struct dsp_pmap_node),
 static struct dsp_slab leaves = DSP_SLAB_INIT_CHUNK(sizeof(struct dsp_pmap_leaf), 64 << 10);
 static size_t carved;
 
-#define IDX(a, shift) (((a) >> (shift)) & (DSP_PMAP_FANOUT - 1))
-
 /* Carved zeroed, then published with release: a reader that reaches it reads
  * no entries, and asks the tree. */
 static void *carve(struct dsp_slab *slab, void **slot) {
@@ -30,10 +28,10 @@ static void *carve(struct dsp_slab *slab, void **slot) {
 struct dsp_pmap_leaf *dsp_pmap_reserve(uintptr_t base) {
     struct dsp_pmap_node *n = &dsp_pmap_root;
     for (int s = 39; s > 21; s -= 9) {
-        void **slot = &n->slot[IDX(base, s)];
+        void **slot = &n->slot[DSP_PMAP_IDX(base, s)];
         if (!(n = *slot) && !(n = carve(&nodes, slot))) return NULL;
     }
-    void **slot = &n->slot[IDX(base, 21)];
+    void **slot = &n->slot[DSP_PMAP_IDX(base, 21)];
     return *slot ? *slot : carve(&leaves, slot);
 }
 
@@ -43,7 +41,7 @@ void dsp_pmap_set(struct dsp_pmap_leaf *l, uintptr_t base, size_t len, uint32_t 
             __atomic_store_n(&l->start[w], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&l->gen, gen, __ATOMIC_RELAXED);
     }
-    size_t i = IDX(base, 12);
+    size_t i = DSP_PMAP_IDX(base, 12);
     __atomic_store_n(&l->len[i], (uint32_t)len, __ATOMIC_RELAXED);
     __atomic_store_n(&l->start[i / 64], l->start[i / 64] | (uint64_t)1 << (i % 64),
                      __ATOMIC_RELAXED);
@@ -52,7 +50,7 @@ void dsp_pmap_set(struct dsp_pmap_leaf *l, uintptr_t base, size_t len, uint32_t 
 void dsp_pmap_clear(uintptr_t base) {
     struct dsp_pmap_leaf *l = (struct dsp_pmap_leaf *)dsp_pmap_leaf_of(base);
     if (!l) return; /* never mapped: its reserve failed */
-    size_t i = IDX(base, 12);
+    size_t i = DSP_PMAP_IDX(base, 12);
     __atomic_store_n(&l->start[i / 64], l->start[i / 64] & ~((uint64_t)1 << (i % 64)),
                      __ATOMIC_RELAXED);
 }

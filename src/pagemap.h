@@ -32,6 +32,9 @@
 
 #define DSP_PMAP_MAX_LEN ((size_t)2 << 20)
 #define DSP_PMAP_FANOUT  512
+/* The slot of addr in a node of the level that starts at bit shift (39, 30,
+ * 21; 12 in a leaf). */
+#define DSP_PMAP_IDX(addr, shift) (((addr) >> (shift)) & (DSP_PMAP_FANOUT - 1))
 
 struct dsp_pmap_node {
     void *slot[DSP_PMAP_FANOUT]; /* a node of the next level, or in the third a leaf */
@@ -60,10 +63,10 @@ static inline const struct dsp_pmap_leaf *dsp_pmap_leaf_of(uintptr_t addr) {
     if (addr >> 48) return NULL;
     const struct dsp_pmap_node *n = &dsp_pmap_root;
     for (int shift = 39; shift > 21; shift -= 9) {
-        n = __atomic_load_n(&n->slot[(addr >> shift) & (DSP_PMAP_FANOUT - 1)], __ATOMIC_ACQUIRE);
+        n = __atomic_load_n(&n->slot[DSP_PMAP_IDX(addr, shift)], __ATOMIC_ACQUIRE);
         if (!n) return NULL;
     }
-    return __atomic_load_n(&n->slot[(addr >> 21) & (DSP_PMAP_FANOUT - 1)], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&n->slot[DSP_PMAP_IDX(addr, 21)], __ATOMIC_ACQUIRE);
 }
 
 /* The last start at or below page i of a leaf: its page index, or -1. */
@@ -89,7 +92,7 @@ static inline const struct dsp_pmap_leaf *dsp_pmap_live_leaf(uintptr_t addr, uin
  * tree). */
 static inline int dsp_pmap_lookup(uintptr_t addr, uint32_t gen, uintptr_t *base, size_t *len) {
     const struct dsp_pmap_leaf *l = dsp_pmap_live_leaf(addr, gen);
-    int i = l ? dsp_pmap_last_start(l, (int)((addr >> 12) & (DSP_PMAP_FANOUT - 1))) : -1;
+    int i = l ? dsp_pmap_last_start(l, (int)DSP_PMAP_IDX(addr, 12)) : -1;
     uintptr_t g = addr & ~(uintptr_t)(DSP_PMAP_MAX_LEN - 1);
     if (i < 0) { /* the start may lie in the 2 MiB before */
         if (!g || !(l = dsp_pmap_live_leaf(g -= DSP_PMAP_MAX_LEN, gen))) return 0;

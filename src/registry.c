@@ -269,6 +269,12 @@ static void set_entry(struct leaf *l, int i, uintptr_t k, const struct payload *
     ST(l->val[i].flags, v->flags);
 }
 
+/* The ranges the page map holds: the manager's blocks it can map (pagemap.h
+ * says why blocks only). Insert and remove ask the same question. */
+static int in_pmap(unsigned kind, uintptr_t base, size_t len) {
+    return kind == DSP_RANGE_BLOCK && dsp_pmap_maps(base, len);
+}
+
 /* Inserting splits at most one leaf and one inner node per level, then adds a
  * root: those nodes are reserved first, so an insert either completes or
  * changes nothing (no half-linked split on ENOMEM). */
@@ -438,8 +444,7 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
         return rc;
     }
     /* Without room in the page map the range is the tree's alone. */
-    struct dsp_pmap_leaf *leaf =
-        kind == DSP_RANGE_BLOCK && dsp_pmap_maps(base, len) ? dsp_pmap_reserve(base) : NULL;
+    struct dsp_pmap_leaf *leaf = in_pmap(kind, base, len) ? dsp_pmap_reserve(base) : NULL;
     writing = 1;
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&R.seq, atomic_load_explicit(&R.seq, memory_order_relaxed) + 1,
@@ -512,8 +517,7 @@ int dsp_reg_remove(uintptr_t base, struct dsp_range *out) {
     int rc = R.root ? node_remove(R.root, base, &r) : -ENOENT;
     if (rc >= 0) {
         if (out) *out = r;
-        if (r.kind == DSP_RANGE_BLOCK && dsp_pmap_maps(r.base, r.end - r.base))
-            dsp_pmap_clear(r.base);
+        if (in_pmap(r.kind, r.base, r.end - r.base)) dsp_pmap_clear(r.base);
         ST(R.count, R.count - 1);
         if (rc == 1) { /* the root itself emptied */
             if (R.root->leaf)
