@@ -565,12 +565,11 @@ __attribute__((destructor)) static void node_fini(void) {
      * it freed the parent's slot). One getpid, at exit. */
     if (node.owner != getpid()) return;
     dsp_lock(DSP_MGR_MU);
-    if (node.state == 1 && (!slot_is_ours() || !fd_is_ours())) {
-        /* Not ours to clear or unlock (a child made without fork handlers),
-         * or not through this descriptor (the program closed it: the
-         * unlock would reach a file of its own): the kernel drops our lock
-         * with the mapping, and a refusal or a timer somewhere reclaims the
-         * slot. */
+    if (node.state == 1 && !fd_is_ours()) {
+        /* Not through this descriptor (the program closed it: the unlock
+         * would reach a file of its own): the kernel drops our lock with the
+         * mapping, and a refusal or a timer somewhere reclaims the slot. A
+         * child made without fork handlers has another pid: it left above. */
         unpublish();
         node.state = -1;
     } else if (node.state == 1) {
