@@ -111,6 +111,13 @@ static void check_node(void) {
              p.path, key, why);
         return;
     }
+    if (v.idle) {
+        line("OK", "node ledger",
+             "%s (%s): no process uses it now; the next to pin sets the cap, %s (%s)", p.path, key,
+             dsp_fmt_bytes(a, sizeof a, p.cap), p.why);
+        node_view_close(&v);
+        return;
+    }
     struct node_sum s;
     node_view_sum(&v, &s);
     line("OK", "node ledger",

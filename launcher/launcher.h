@@ -40,11 +40,15 @@ int cmd_demo(int argc, char **argv, const char *lib);
 /* stats --node [--key KEY] (launcher/node.c). */
 int cmd_stats_node(int argc, char **argv);
 
-/* A node ledger mapped read-only, checked (launcher/node.c). */
+/* A node ledger attached read-only, checked (launcher/node.c). idle: its
+ * file names no segment any more (its last user exited): map is an empty
+ * one, with the file's key. */
 struct dsp_ledger_map;
 struct node_view {
     int fd;
     const struct dsp_ledger_map *map;
+    int idle;
+    char why[160];
 };
 struct node_sum {
     unsigned live, gone;

@@ -5,6 +5,7 @@
 #include "fmt.h"
 #include "launcher.h"
 #include "ledger.h"
+#include "sys.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,40 +14,51 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Read-only and never following a link: a ledger is only shown when it is a
- * regular file of ours with the right size and layout, whatever sits at the
- * name. */
+ * regular file of ours of the right size and format, naming a segment of
+ * ours whose counters make sense, whatever sits at the name. */
 int node_view_open(const char *path, struct node_view *v, const char **why) {
+    static struct dsp_ledger_map empty; /* the view of a ledger without a segment */
     v->fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     v->map = NULL;
+    v->idle = 0;
     if (v->fd < 0) return *why = strerror(errno), -1;
     struct stat st;
+    struct dsp_ledger_file f;
     const char *bad = NULL;
     if (fstat(v->fd, &st) != 0 || !S_ISREG(st.st_mode))
         bad = "is not a regular file";
     else if (st.st_uid != geteuid())
         bad = "belongs to another user";
-    else if ((size_t)st.st_size != sizeof *v->map)
-        bad = "has the wrong size";
-    if (!bad) {
-        void *p = mmap(NULL, sizeof *v->map, PROT_READ, MAP_SHARED, v->fd, 0);
-        if (p == MAP_FAILED)
-            bad = "cannot be mapped";
-        else
-            v->map = p;
+    else {
+        int rc = dsp_ledger_read_file(v->fd, &f, (unsigned)geteuid(), v->why, &bad);
+        if (rc != 0 && rc != -EINVAL && rc != -EPROTO) bad = strerror(-rc);
     }
-    if (!bad && dsp_ledger_check(v->map, (unsigned)geteuid(), &bad) == 0) return 0;
+    if (!bad) {
+        v->map = dsp_ledger_attach(&f, (unsigned)geteuid(), 1);
+        if (!v->map && !dsp_ledger_in_use(v->fd)) {
+            /* No segment: it went with the last process that used it. */
+            memcpy(empty.head.h.key, f.key, sizeof f.key);
+            v->map = &empty;
+            v->idle = 1;
+            return 0;
+        }
+        if (!v->map)
+            bad = "is in use by processes whose shared memory this one cannot reach (another IPC "
+                  "namespace?)";
+    }
+    if (!bad && dsp_ledger_check(v->map, (unsigned)geteuid(), dsp_sys_ram(), &bad) == 0) return 0;
     node_view_close(v);
     *why = bad;
     return -1;
 }
 
 void node_view_close(struct node_view *v) {
-    if (v->map) munmap((void *)v->map, sizeof *v->map);
+    if (v->map && !v->idle) shmdt((const void *)v->map);
     if (v->fd >= 0) close(v->fd);
     v->map = NULL;
     v->fd = -1;
@@ -112,9 +124,15 @@ static int show(const char *path) {
     struct node_sum sum;
     node_view_sum(&v, &sum);
     char a[32], b[32], c[32], k[4 * DSP_LEDGER_KEY_MAX];
-    printf("ledger %s (%s): cap %s, %u processes, %s pinned\n", path,
-           node_view_key(&v, k, sizeof k), dsp_fmt_bytes(a, sizeof a, atomic_load(&m->head.h.cap)),
-           sum.live, dsp_fmt_bytes(b, sizeof b, sum.pinned));
+    const char *cap = v.idle ? "none yet" : dsp_fmt_bytes(c, sizeof c, atomic_load(&m->head.h.cap));
+    if (v.idle)
+        printf("ledger %s (%s): no process uses it (its shared memory went with the last one); "
+               "the next to pin sets the cap\n",
+               path, node_view_key(&v, k, sizeof k));
+    else
+        printf("ledger %s (%s): cap %s, %u processes, %s pinned\n", path,
+               node_view_key(&v, k, sizeof k), cap, sum.live,
+               dsp_fmt_bytes(b, sizeof b, sum.pinned));
     printf("%-10s %6s %6s %12s %12s %8s %s\n", "pid", "rank", "local", "pinned", "pooled",
            "refused", "state");
     uint32_t n = atomic_load(&m->head.h.hwm);
@@ -132,8 +150,7 @@ static int show(const char *path) {
     }
     printf("%-10s %6s %6s %12s %12s %8llu of %s\n", "total", "", "",
            dsp_fmt_bytes(a, sizeof a, sum.pinned), dsp_fmt_bytes(b, sizeof b, sum.pooled),
-           (unsigned long long)sum.refused,
-           dsp_fmt_bytes(c, sizeof c, atomic_load(&m->head.h.cap)));
+           (unsigned long long)sum.refused, cap);
     node_view_close(&v);
     return 0;
 }

@@ -325,8 +325,9 @@ static int fd_is_ours(void) {
 }
 
 /* The program closed the ledger's descriptor (fd_is_ours): the process stops
- * using the slot and budgets alone. Its lock, kept by the mapping, goes at
- * exit; the mapping stays until then (the timer may still read it). */
+ * using the slot and budgets alone. Its lock, kept by the file's mapping,
+ * goes at exit; the segment stays attached until then (the timer may still
+ * read it). */
 static void detach(void) {
     unpublish();
     node.state = -1;
@@ -336,16 +337,39 @@ static void detach(void) {
              node.path);
 }
 
+/* The ledger was truncated or overwritten by another process, or its
+ * counters make no sense (issue 34): the slot is left (through the
+ * descriptor, which the caller checked), so that processes still using the
+ * segment stop counting this one, and nothing read from it is used again.
+ * The segment stays attached until exit, as in detach. */
+static void drop(const char *why) {
+    unpublish();
+    dsp_ledger_leave(&node.c);
+    node.state = -1;
+    dsp_once(DSP_LOG_WARN,
+             "node ledger %s %s; this process budgets alone from now on (DSP_MAX_PINNED), as "
+             "with DSP_NODE=off",
+             node.path, why);
+}
+
 /* Under the mutex, with the slot ours: dead owners' slots zeroed and freed
  * (ledger.c), their bytes counted. At a refusal, and once a second from the
  * timer or, in a process without it, from a new pin (reclaim_due), so that
  * users (the pool caps' divisor) and the sum are not inflated by the dead
- * until someone is refused. The descriptor checked first (fd_is_ours): so a
- * closed one is noticed within a second of pinning, or at the next refusal.
- * 0, or -1 when the process detached. */
+ * until someone is refused. The descriptor checked first (fd_is_ours), then
+ * the ledger itself (dsp_ledger_verify: the file still names the segment, the
+ * counters make sense): so a closed descriptor, or a ledger another process
+ * truncated or scribbled over, is noticed within a second of pinning, or at
+ * the next refusal, before any refusal is believed. 0, or -1 when the
+ * process stopped using the ledger. */
 static int reclaim_dead(void) {
     if (DSP_UNLIKELY(!fd_is_ours())) {
         detach();
+        return -1;
+    }
+    const char *why;
+    if (DSP_UNLIKELY(dsp_ledger_verify(&node.c, &why) != 0)) {
+        drop(why);
         return -1;
     }
     uint64_t got = dsp_ledger_reclaim(&node.c);
@@ -470,8 +494,11 @@ size_t dsp_node_pool_max(size_t pool_max) {
     struct dsp_ledger_map *m = atomic_load_explicit(&node_map, memory_order_relaxed);
     if (!m) return pool_max;
     uint32_t users = atomic_load_explicit(&m->head.h.users, memory_order_relaxed);
-    uint64_t share =
-        users > 1 ? atomic_load_explicit(&m->head.h.cap, memory_order_relaxed) / users : UINT64_MAX;
+    /* users past the slot count is nonsense (the next check drops the
+     * ledger): no share from it meanwhile. */
+    uint64_t share = users > 1 && users <= DSP_LEDGER_SLOTS
+                         ? atomic_load_explicit(&m->head.h.cap, memory_order_relaxed) / users
+                         : UINT64_MAX;
     return share < pool_max ? (size_t)share : pool_max;
 }
 
@@ -537,11 +564,11 @@ void dsp_node_fork_child(void) {
     atomic_store(&dsp_node_timer_wanted, 0);
     atomic_store(&node.timer_running, 0); /* threads are not inherited */
     node.forked = 1;
-    /* The mapping goes in every case: it holds the open file, and with it the
-     * parent's slot lock, which a detached parent's child would otherwise
-     * keep alive after the parent exits (review of issue 16's change). */
-    if (node.c.map) munmap(node.c.map, sizeof *node.c.map);
-    node.c.map = NULL;
+    /* The file's mapping goes in every case: it holds the open file, and with
+     * it the parent's slot lock, which a detached parent's child would
+     * otherwise keep alive after the parent exits (review of issue 16's
+     * change); the segment goes with it. */
+    dsp_ledger_unmap(&node.c);
     if (node.state == 1) {
         /* The parent's slot stays the parent's: this copy of the descriptor
          * is closed without unlocking (the lock belongs to the open file,

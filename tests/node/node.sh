@@ -42,6 +42,35 @@ wait_for() {
 vmlck_kb() { awk '/^VmLck:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 live_rows() { "$dsp" stats --node --key "$key" | grep -c ' live$'; }
 
+# churn_through MODE WHAT PHRASE: node_pin churn (MODE: single or threaded)
+# joins the ledger; WHAT (a shell command) is done to it by another process;
+# the churner must warn once with PHRASE, keep pinning with nothing refused,
+# and exit 0 (issue 34: it died of SIGBUS, or was refused every pin).
+churn_through() {
+  t=""
+  [ "$1" = threaded ] && t=threaded
+  LD_PRELOAD="$lib" "$prog" churn 4 "$stop.$1" $t >"$top/out.$1" 2>"$top/err.$1" &
+  pid=$!
+  wait_for "$top/out.$1" '^joined'
+  sh -c "$2" || fail "$1: could not do to the ledger: $2"
+  i=0
+  until grep -q "$3" "$top/err.$1" || ! kill -0 $pid 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 600 ] || fail "$1: no '$3' within 60 s"
+    sleep 0.1
+  done
+  sleep 0.3 # pins after the warning
+  touch "$stop.$1"
+  wait $pid
+  rc=$?
+  [ $rc -eq 0 ] || fail "$1: the process died after '$2': exit $rc (135 is SIGBUS)"
+  grep -q '^churned [1-9][0-9]* refused 0$' "$top/out.$1" || fail "$1: pins refused: $(cat "$top/out.$1")"
+  [ "$(grep -c "node ledger $path $3.*budgets alone from now on" "$top/err.$1")" -eq 1 ] ||
+    fail "$1: not one warning: $(cat "$top/err.$1")"
+  [ "$(grep -c 'node ledger\|refused' "$top/err.$1")" -eq 1 ] || fail "$1: more than the warning: $(cat "$top/err.$1")"
+  rm -f "$path"
+}
+
 case $name in
 node_cap_holds_for_ranks_started_together)
   # Six ranks started together, each pinning 32 MiB blocks until refused: the
@@ -220,7 +249,7 @@ node_full_dev_shm_falls_back)
   # alone and pins, no SIGBUS. Needs root (or user namespaces) for the mount.
   unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs /dev/shm' 2>/dev/null ||
     { echo "SKIP: cannot mount a tmpfs in a mount namespace (unshare -m; run as root)"; exit 77; }
-  unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs /dev/shm && head -c 4096 /dev/zero >/dev/shm/filler &&
+  unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs /dev/shm && head -c 8192 /dev/zero >/dev/shm/filler &&
     LD_PRELOAD="$1" "$2" want 16 0' sh "$lib" "$prog" >"$top/out.f" 2>"$top/err.f" ||
     fail "a full /dev/shm: exit $? ($(cat "$top/out.f"))"
   [ "$(grep -c "node ledger .* cannot be sized (/dev/shm full?).*budgets alone" "$top/err.f")" -eq 1 ] ||
@@ -273,12 +302,30 @@ node_foreign_or_corrupt_ledger_refused)
   timeout 60 sh -c "LD_PRELOAD='$lib' '$prog' want 64 0" >/dev/null 2>"$top/err.x" || fail "a FIFO at the name: $?"
   rm -f "$path"
   # Our own files, corrupt on purpose, then writable by others, then the wrong size.
-  head -c 20480 /dev/urandom >"$path" && chmod 600 "$path"
+  head -c 4096 /dev/urandom >"$path" && chmod 600 "$path"
   expect_fallback "a corrupt ledger" "is corrupt (bad magic)"
   chmod 622 "$path"
   expect_fallback "a ledger writable by others" "is writable by group or others"
   rm -f "$path" && head -c 100 /dev/urandom >"$path" && chmod 600 "$path"
   expect_fallback "a ledger of the wrong size" "has the wrong size"
+  # Another dspreload's format (issue 34): format 1 (the counters in a 20 KiB
+  # file). While a process of it holds a slot (a lock on its byte), refused
+  # with both formats named, and left as it was; once none does, replaced.
+  rm -f "$path" && { printf 'DSPDLGR\0\001\0\0\0'; head -c 20468 /dev/zero; } >"$path" && chmod 600 "$path"
+  python3 -c 'import fcntl, os, sys, time
+f = open(sys.argv[1], "r+"); fcntl.lockf(f, fcntl.LOCK_EX, 1, 3)
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[3]): time.sleep(0.05)' "$path" "$top/held" "$top/release" &
+  holder=$!
+  wait_for_file() { i=0; until [ -e "$1" ]; do i=$((i + 1)); [ $i -lt 1200 ] || fail "no $1"; sleep 0.1; done; }
+  wait_for_file "$top/held"
+  expect_fallback "another version's ledger" "has ledger format 1 (another dspreload's); this dspreload ([0-9.]*) uses format 2"
+  [ "$(stat -c %s "$path")" -eq 20480 ] || fail "the other version's ledger was changed"
+  touch "$top/release"
+  wait $holder
+  run want 16 0 >/dev/null 2>"$top/err.x" || fail "after the old version's process: no memory"
+  [ ! -s "$top/err.x" ] || fail "the stale ledger of another format was not replaced: $(cat "$top/err.x")"
+  [ "$(stat -c %s "$path")" -eq 4096 ] || fail "the stale ledger is $(stat -c %s "$path") bytes"
   rm -f "$path"
   # Another user with the same key has a ledger of its own, never ours
   # (4 MiB: it has RLIMIT_MEMLOCK's 8 MiB and no CAP_IPC_LOCK).
@@ -290,7 +337,7 @@ node_foreign_or_corrupt_ledger_refused)
   rm -f "$theirs"
   # And the ledger made when nothing is in the way: ours, 0600, its exact size.
   run want 16 0 >/dev/null 2>"$top/err.x" || fail "a fresh ledger: no memory"
-  [ "$(stat -c '%u %a %s' "$path")" = "0 600 20480" ] || fail "the new ledger is $(stat -c '%u %a %s' "$path")"
+  [ "$(stat -c '%u %a %s' "$path")" = "0 600 4096" ] || fail "the new ledger is $(stat -c '%u %a %s' "$path")"
   ;;
 node_fork_exec_and_short_lived_processes)
   # 2000 short-lived processes that pin nothing: no ledger at all.
@@ -362,6 +409,34 @@ node_vfork_child_exit_leaves_the_parent_slot_alone)
   # "ours"; it freed the parent's slot and unlocked it through the shared
   # open file. Only the pid tells such a child apart.
   parent_slot_alone vforkexit "the vfork child's exit"
+  ;;
+node_truncated_ledger_costs_a_warning_not_the_process)
+  # Regression (issue 34): `truncate -s 0` on the ledger's file (a clean-up
+  # script emptying /dev/shm) killed every process pinning through it with
+  # SIGBUS. Single-threaded (the check runs at its new pins) and threaded
+  # (the timer's).
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  for mode in single threaded; do
+    churn_through $mode "truncate -s 0 '$path'" "was truncated by another process"
+  done
+  ;;
+node_overwritten_ledger_is_dropped_not_believed)
+  # Regression (issue 34): random bytes written over the ledger's file while
+  # a process used it were believed: every later pin was refused.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  for mode in single threaded; do
+    churn_through $mode "head -c \$(stat -c %s '$path') /dev/urandom | dd of='$path' conv=notrunc status=none" \
+      "was overwritten by another process"
+  done
+  ;;
+node_nonsense_counters_are_dropped_not_believed)
+  # Issue 34: counters that make no sense (written by another process of the
+  # user into the shared memory itself) are not believed either: the check
+  # before a refusal drops the ledger, and the pin goes ahead.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  for mode in single threaded; do
+    churn_through $mode "'$prog' scribble '$path' >/dev/null" "is corrupt (counters)"
+  done
   ;;
 *) fail "unknown case $name" ;;
 esac

@@ -30,8 +30,18 @@
  *       file" when the child still has OWN under that number
  *   node_pin vforkexit                        pins 16 MiB, then vfork, and the
  *       child calls exit (destructors and all); the parent prints "parent
- *       PID" and runs $NODE_PROBE */
+ *       PID" and runs $NODE_PROBE
+ *   node_pin churn MB STOP [threaded]         pins MB, prints "joined", then
+ *       frees, trims and pins MB anew every 10 ms (each a new pin, a
+ *       reservation in the ledger) until STOP exists; prints "churned N
+ *       refused R"; threaded: with an idle thread of its own made first
+ *   node_pin scribble LEDGER                  not under the shim: attaches the
+ *       segment the ledger file names and writes nonsense into its
+ *       counters, the magic left intact (users 1063331291, a cap of 2 EiB,
+ *       15 EiB in each slot used) */
 #include <dspreload.h>
+
+#include "ledger.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -39,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -269,7 +280,42 @@ int main(int argc, char **argv) {
         if (c == 0) exit(0); /* undefined after vfork, and done all the same */
         return parent_after(c, p);
     }
-    fprintf(stderr,
-            "usage: node_pin hold|pool|want|fork|rawfork|closefd|closefork|vforkexit ...\n");
+    if (argc >= 4 && !strcmp(argv[1], "churn")) {
+        size_t len = (size_t)atol(argv[2]) * MiB;
+        if (argc > 4 && !strcmp(argv[4], "threaded")) idle_threads(1);
+        char *p = dsp_alloc(len);
+        if (!p) return 2;
+        printf("joined\n");
+        fflush(stdout);
+        long n = 0, refused = 0;
+        while (access(argv[3], F_OK) != 0) {
+            if (p) dsp_free(p);
+            dsp_trim();
+            p = dsp_alloc(len);
+            if (p)
+                touch(p, len), n++;
+            else
+                refused++;
+            usleep(10 * 1000);
+        }
+        printf("churned %ld refused %ld\n", n, refused);
+        return 0;
+    }
+    if (argc == 3 && !strcmp(argv[1], "scribble")) {
+        struct dsp_ledger_file f;
+        int fd = open(argv[2], O_RDONLY);
+        if (fd < 0 || pread(fd, &f, sizeof f, 0) != (ssize_t)sizeof f) return 2;
+        struct dsp_ledger_map *m = shmat(f.shmid, NULL, 0);
+        if (m == (void *)-1) return 3;
+        uint32_t hwm = atomic_load(&m->head.h.hwm);
+        atomic_store(&m->head.h.users, 1063331291u);
+        atomic_store(&m->head.h.cap, (uint64_t)1 << 61);
+        for (uint32_t i = 0; i < hwm && i < DSP_LEDGER_SLOTS; i++)
+            atomic_store(&m->slot[i].reserved, (uint64_t)15 << 60);
+        printf("scribbled %u slots\n", hwm);
+        return 0;
+    }
+    fprintf(stderr, "usage: node_pin "
+                    "hold|pool|want|fork|rawfork|closefd|closefork|vforkexit|churn|scribble ...\n");
     return 2;
 }

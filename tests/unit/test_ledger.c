@@ -64,7 +64,7 @@ Test(ledger, reserves_within_the_cap_and_gives_back, .init = fresh_path) {
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600);
-    cr_assert_eq(st.st_size, sizeof(struct dsp_ledger_map));
+    cr_assert_eq(st.st_size, DSP_LEDGER_FILE_SIZE);
     cr_assert_eq(dsp_ledger_claim(&c, 3, 1, 64 * MiB), 0);
     cr_assert_eq(dsp_ledger_try_reserve(&c, 48 * MiB, 64 * MiB), 0);
     cr_assert_eq(dsp_ledger_try_reserve(&c, 16 * MiB, 64 * MiB), 0, "alone, up to the cap");
@@ -256,7 +256,7 @@ static void plant(size_t size, mode_t mode, int garbage) {
 }
 
 Test(ledger, refuses_a_corrupt_file, .init = fresh_path) {
-    plant(sizeof(struct dsp_ledger_map), 0600, 1);
+    plant(DSP_LEDGER_FILE_SIZE, 0600, 1);
     cr_assert_str_eq(open_refused(), "is corrupt (bad magic)");
 }
 
@@ -266,13 +266,13 @@ Test(ledger, refuses_the_wrong_size, .init = fresh_path) {
 }
 
 Test(ledger, refuses_a_file_others_may_write, .init = fresh_path) {
-    plant(sizeof(struct dsp_ledger_map), 0622, 0);
+    plant(DSP_LEDGER_FILE_SIZE, 0622, 0);
     cr_assert_str_eq(open_refused(), "is writable by group or others");
 }
 
 Test(ledger, refuses_another_users_file, .init = fresh_path) {
     if (geteuid() != 0) return; /* only root can give a file away */
-    plant(sizeof(struct dsp_ledger_map), 0600, 0);
+    plant(DSP_LEDGER_FILE_SIZE, 0600, 0);
     cr_assert_eq(chown(path, 65534, 65534), 0);
     cr_assert_str_eq(open_refused(), "belongs to another user");
 }
@@ -348,7 +348,7 @@ Test(ledger, a_long_cgroup_path_is_hashed_not_cut, .init = fresh_path) {
 /* Review of issue 16: growing the file past RLIMIT_FSIZE raised SIGXFSZ,
  * which killed the program at its first pin. */
 Test(ledger, a_small_file_size_limit_refuses_instead_of_killing, .init = fresh_path) {
-    struct rlimit r = {4096, 4096};
+    struct rlimit r = {1024, 1024};
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &r), 0);
     cr_assert_str_eq(open_refused(), "cannot be sized (RLIMIT_FSIZE, ulimit -f)");
 }
@@ -359,14 +359,12 @@ Test(ledger, refuses_a_hard_link, .init = fresh_path) {
     refuses_a_link(link, "has other names (hard links)");
 }
 
-/* A creator killed between its first stores and its last (magic) left a
- * file that was refused as corrupt for good: under the flock, no magic
- * means no process ever joined it, so it is initialised again. */
+/* A creator killed between sizing the file and writing it left a page of
+ * zeros that was refused as corrupt for good: under the flock, no magic
+ * means no process ever joined it, so it is written again. */
 Test(ledger, a_creator_killed_before_magic_leaves_a_usable_file, .init = fresh_path) {
+    plant(DSP_LEDGER_FILE_SIZE, 0600, 0); /* as if killed after posix_fallocate */
     struct dsp_ledger_conn c;
-    open_ok(&c, 64 * MiB);
-    c.map->head.h.magic = 0; /* as if killed before the last store */
-    dsp_ledger_close(&c);
     open_ok(&c, 64 * MiB);
     cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
     dsp_ledger_close(&c);
@@ -382,4 +380,166 @@ Test(ledger, a_full_ledger_answers_ebusy, .init = fresh_path) {
     cr_assert_eq(dsp_ledger_claim(&c[DSP_LEDGER_SLOTS], -1, -1, 64 * MiB), -EBUSY);
     cr_assert_eq(c[DSP_LEDGER_SLOTS].slot, -1);
     for (int i = 0; i <= DSP_LEDGER_SLOTS; i++) dsp_ledger_close(&c[i]);
+}
+
+/* Issue 34: another process of the user that runs `truncate -s 0` on the
+ * ledger's file killed every process using it with SIGBUS at its next
+ * access, the counters being mapped from the file. They live in a segment
+ * that no one can shrink now: every access still works, and the check
+ * notices the file is no longer the one joined. */
+Test(ledger, a_truncated_file_kills_no_user, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 8 * MiB, 64 * MiB), 0);
+    const char *why = NULL;
+    cr_assert_eq(dsp_ledger_verify(&c, &why), 0, "%s", why);
+    cr_assert_eq(truncate(path, 0), 0);
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 8 * MiB, 64 * MiB), 0);
+    dsp_ledger_sub(&c, 4 * MiB);
+    cr_assert_eq(dsp_ledger_total(c.map), 12 * MiB);
+    dsp_ledger_reclaim(&c);
+    dsp_ledger_ask_yield(&c);
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL);
+    cr_assert_str_eq(why, "was truncated by another process");
+    dsp_ledger_close(&c);
+}
+
+/* Issue 34: a file overwritten while in use was believed. The file must
+ * still name the segment joined. */
+Test(ledger, an_overwritten_file_is_not_believed, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
+    char junk[DSP_LEDGER_FILE_SIZE];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 13 + 5);
+    int fd = open(path, O_WRONLY);
+    cr_assert_eq(pwrite(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    close(fd);
+    const char *why = NULL;
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL);
+    cr_assert_str_eq(why, "was overwritten by another process");
+    cr_assert_eq(dsp_ledger_try_reserve(&c, 8 * MiB, 64 * MiB), 0, "the segment still works");
+    dsp_ledger_close(&c);
+}
+
+/* Issue 34: counters overwritten with random bytes refused every pin, for
+ * "15.1 EiB pinned by 1063331291 processes". Each nonsense alone is caught;
+ * the same ledger restored passes. */
+Test(ledger, nonsense_counters_are_corrupt, .init = fresh_path) {
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&c, -1, -1, 64 * MiB), 0);
+    struct dsp_ledger_head *h = &c.map->head.h;
+    struct dsp_ledger_slot *s = &c.map->slot[c.slot];
+    const char *why = NULL;
+    atomic_store(&h->users, 1063331291u);
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL, "users");
+    cr_assert_str_eq(why, "is corrupt (counters)");
+    atomic_store(&h->users, 1);
+    atomic_store(&h->cap, (uint64_t)1 << 61);
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL, "a cap past the machine's memory");
+    atomic_store(&h->cap, 0);
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL, "no cap");
+    atomic_store(&h->cap, 64 * MiB);
+    atomic_store(&s->reserved, (uint64_t)17 << 60);
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL, "a slot holding exbibytes");
+    atomic_store(&s->reserved, 0);
+    atomic_store(&s->state, 7);
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL, "a state that is none");
+    atomic_store(&s->state, 1);
+    atomic_store(&h->hwm, 100000);
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL, "hwm past the slots");
+    atomic_store(&h->hwm, (uint32_t)c.slot + 1);
+    h->magic = 42;
+    cr_assert_eq(dsp_ledger_verify(&c, &why), -EINVAL);
+    cr_assert_str_eq(why, "is corrupt (bad magic)");
+    h->magic = DSP_LEDGER_MAGIC;
+    cr_assert_eq(dsp_ledger_verify(&c, &why), 0, "%s", why);
+    dsp_ledger_close(&c);
+}
+
+/* A format-1 file (the counters in the file, 20 KiB) at the ledger's name. */
+static void plant_format_1(void) {
+    plant(20480, 0600, 0);
+    int fd = open(path, O_WRONLY);
+    struct {
+        uint64_t magic;
+        uint32_t version;
+    } old = {DSP_LEDGER_MAGIC, 1};
+    cr_assert_eq(pwrite(fd, &old, sizeof old, 0), (ssize_t)sizeof old);
+    close(fd);
+}
+
+/* Issue 34: two dspreload versions on one ledger must never misread each
+ * other. A format-1 file that a live process holds a slot of (its byte
+ * locked) is refused, the reason naming both formats and this release, and
+ * left as it was. */
+Test(ledger, a_ledger_of_another_format_is_refused_naming_both, .init = fresh_path) {
+    plant_format_1();
+    int holder = open(path, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 5, .l_len = 1};
+    cr_assert_eq(fcntl(holder, F_OFD_SETLK, &fl), 0, "a live owner of slot 5");
+    struct dsp_ledger_conn c;
+    const char *why = NULL;
+    int err = -1;
+    cr_assert_eq(dsp_ledger_open(&c, path, "key:test", 64 * MiB, &why, &err), -EINVAL);
+    cr_assert_eq(err, 0);
+    char want[160];
+    snprintf(want, sizeof want,
+             "has ledger format 1 (another dspreload's); this dspreload (%s) uses format %d",
+             DSP_VERSION_STRING, DSP_LEDGER_VERSION);
+    cr_assert_str_eq(why, want);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_size, 20480, "the other version's file left as it was");
+    close(holder);
+}
+
+/* The same file once no process holds it (an upgrade left it behind) is
+ * replaced: every process of the new version warned and budgeted alone
+ * until someone removed it by hand. */
+Test(ledger, a_stale_ledger_of_another_format_is_replaced, .init = fresh_path) {
+    plant_format_1();
+    struct stat old;
+    cr_assert_eq(stat(path, &old), 0);
+    int keeper = open(path, O_RDONLY); /* an old process's view keeps its own file */
+    struct dsp_ledger_conn c;
+    open_ok(&c, 64 * MiB);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_size, DSP_LEDGER_FILE_SIZE);
+    struct stat kept;
+    cr_assert_eq(fstat(keeper, &kept), 0);
+    cr_assert_eq(kept.st_size, 20480, "the old file itself never shrinks under its holders");
+    close(keeper);
+    dsp_ledger_close(&c);
+}
+
+/* The file names a segment this process cannot attach while live processes
+ * hold slots of it (another IPC namespace sharing /dev/shm): refused, and
+ * the file is not taken over from under them. */
+Test(ledger, a_segment_out_of_reach_is_not_replaced_under_its_users, .init = fresh_path) {
+    struct dsp_ledger_conn a;
+    open_ok(&a, 64 * MiB);
+    cr_assert_eq(dsp_ledger_claim(&a, -1, -1, 64 * MiB), 0);
+    struct dsp_ledger_file f;
+    int fd = open(path, O_RDWR);
+    cr_assert_eq(pread(fd, &f, sizeof f, 0), (ssize_t)sizeof f);
+    struct dsp_ledger_file other = f;
+    other.shmid = -2; /* no segment here has it */
+    cr_assert_eq(pwrite(fd, &other, sizeof other, 0), (ssize_t)sizeof other);
+    const char *why = open_refused();
+    cr_assert(strstr(why, "is in use by processes whose shared memory this one cannot reach"), "%s",
+              why);
+    struct dsp_ledger_file now;
+    cr_assert_eq(pread(fd, &now, sizeof now, 0), (ssize_t)sizeof now);
+    cr_assert_eq(now.shmid, -2, "the file left as it was");
+    cr_assert_eq(pwrite(fd, &f, sizeof f, 0), (ssize_t)sizeof f);
+    close(fd);
+    dsp_ledger_close(&a);
+    /* Once nobody holds a slot, the stale name is replaced. */
+    struct dsp_ledger_conn b;
+    open_ok(&b, 64 * MiB);
+    dsp_ledger_close(&b);
 }
