@@ -109,7 +109,9 @@ static uintptr_t unknown_address(void) {
 }
 
 void dsp_cuda_answer_for(void *field, const void *asked, const void *p) {
-    if (asked != p && *(const void **)field == asked) *(const void **)field = p;
+    uintptr_t v, a = (uintptr_t)asked, q = (uintptr_t)p; /* memcpy: a CUdeviceptr or a void * */
+    memcpy(&v, field, sizeof v);
+    if (a != q && v == a) memcpy(field, &q, sizeof q);
 }
 
 static int ready(const struct dsp_cuda_api *a) {
