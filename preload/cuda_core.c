@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 
 DSP_TLS int dsp_cuda_out;
 
@@ -81,6 +82,36 @@ int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
     atomic_store(&apis[slot], api);
     dsp_set_layer(&layer_ops);
     return 1;
+}
+
+/* An address the driver cannot know: a page of our own, PROT_NONE (nothing
+ * can pin it, so nothing registers it), mapped at the first need and kept.
+ * For arena memory the driver knows only through the shim's registrations
+ * (an interior pointer, a pooled span, a span's tail past its block), the
+ * real function is asked about this address instead of the program's: its
+ * answer is the runtime's own for memory it never registered (713, 1, type
+ * unregistered, or 900 during a capture, 201 without a context), with the
+ * runtime's last error set as for the program's call (issue 30). 0 when the
+ * page cannot be mapped. */
+static _Atomic uintptr_t unknown_page;
+
+static uintptr_t unknown_address(void) {
+    uintptr_t u = atomic_load_explicit(&unknown_page, memory_order_acquire);
+    if (u) return u;
+    void *p = mmap(NULL, DSP_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    dsp_arena_unlock_reserved(&dsp_mgr, (uintptr_t)p, DSP_PAGE); /* under mlockall(MCL_FUTURE) */
+    if (!atomic_compare_exchange_strong(&unknown_page, &u, (uintptr_t)p)) {
+        munmap(p, DSP_PAGE); /* another thread's page won */
+        return u;
+    }
+    return (uintptr_t)p;
+}
+
+void dsp_cuda_answer_for(void *field, const void *asked, const void *p) {
+    uintptr_t v, a = (uintptr_t)asked, q = (uintptr_t)p; /* memcpy: a CUdeviceptr or a void * */
+    memcpy(&v, field, sizeof v);
+    if (a != q && v == a) memcpy(field, &q, sizeof q);
 }
 
 static int ready(const struct dsp_cuda_api *a) {
@@ -332,17 +363,27 @@ static int register_on_demand(const struct dsp_cuda_api *a, const void *p, struc
     return ok;
 }
 
-void dsp_cuda_question(const struct dsp_cuda_api *a, const void *p) {
+const void *dsp_cuda_question(const struct dsp_cuda_api *a, const void *p) {
     struct dsp_block b;
-    register_on_demand(a, p, &b);
+    if (register_on_demand(a, p, &b)) return p;
+    /* Arena memory outside every live block (past a block's end inside the
+     * registered span it was cut from, a pooled span): the driver knows it
+     * through the shim's registration alone, the program owns none of it. */
+    if (dsp_cuda_out || !serving(a) || !dsp_in_arena(p) || dsp_block_holding(p, &b)) return p;
+    uintptr_t u = unknown_address();
+    return u ? (const void *)u : p;
 }
 
 int dsp_cuda_register(const struct dsp_cuda_api *a, int (*real)(void *, size_t, unsigned),
                       void *ptr, size_t size, unsigned flags) {
     struct dsp_block b;
     if (dsp_cuda_out) return DSP_CUDA_REAL;
+    /* A served block is pinned memory, registered whole: the driver's own
+     * answer, 712 with the runtime's last error, as without the shim. Only
+     * blocks of ordinary memory (dsp_alloc, malloc hints: pageable without
+     * the shim) take registrations inside them. */
     if (serving(a) && ptr && size && !(flags & (DSP_CU_REG_IOMEMORY | DSP_CU_REG_READONLY)) &&
-        dsp_block_find(ptr, &b)) {
+        dsp_block_find(ptr, &b) && !(b.flags & SERVED)) {
         if (!(b.flags & DSP_BLOCKF_REG) && !register_on_demand(a, ptr, &b))
             goto real_call; /* the driver answers as it would have */
         /* Inside the block, not overlapping an earlier sub-registration:
@@ -385,10 +426,13 @@ int dsp_cuda_unregister(const struct dsp_cuda_api *a, int (*real)(void *), void 
          * whose span sits registered in the pool) is memory the driver knows
          * only through the shim's own registrations: passing it on could undo
          * one under the block's owner, or under the span's next owner
-         * (regression: cuda_stale_unregister). The driver's answer for memory
-         * the caller never registered is 713, so the shim gives it, without
-         * the runtime's last error. */
-        if (own != DSP_VREG_DRIVER && dsp_in_arena(ptr)) return DSP_CU_NOT_REGISTERED;
+         * (regression: cuda_stale_unregister). The answer is the real
+         * function's for an address it never registered: 713, with the
+         * runtime's last error (regression: cuda_shim_713_sets_the_last_error). */
+        if (own != DSP_VREG_DRIVER && dsp_in_arena(ptr)) {
+            uintptr_t u = unknown_address();
+            return u ? real((void *)u) : DSP_CU_NOT_REGISTERED;
+        }
     }
     int rc = real(ptr);
     struct dsp_range r;

@@ -78,7 +78,14 @@ int dsp_cuda_unregister(const struct dsp_cuda_api *a, int (*real)(void *), void 
 int dsp_cuda_get_flags(const struct dsp_cuda_api *a, unsigned *flags, const void *p);
 /* Before a question about p (device pointer, attributes): a manager block of
  * another layer is registered first, so the driver's answer is that of
- * pinned memory. */
-void dsp_cuda_question(const struct dsp_cuda_api *a, const void *p);
+ * pinned memory. Returns the address to ask the real function about: p, or
+ * for arena memory outside every live block (which the driver knows only
+ * through the shim's registrations) an address no registration holds, so the
+ * answer, last error included, is the runtime's for unregistered memory. */
+const void *dsp_cuda_question(const struct dsp_cuda_api *a, const void *p);
+/* After such a question: a pointer-sized answer at field that is the address
+ * asked about becomes p (unregistered memory's host pointer is the pointer
+ * itself). */
+void dsp_cuda_answer_for(void *field, const void *asked, const void *p);
 
 #endif

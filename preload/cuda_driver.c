@@ -181,26 +181,41 @@ DSP_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
     return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemHostGetFlags, pFlags, p);
 }
 
+/* Arena memory outside live blocks is asked about at an address no
+ * registration holds (dsp_cuda_question): the driver's answers for memory it
+ * does not know. */
 DSP_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
-    dsp_cuda_question(&api, p);
-    return CALL_REAL(MemHostGetDevicePointer_v2, pdptr, p, Flags);
+    void *asked = (void *)dsp_cuda_question(&api, p);
+    return CALL_REAL(MemHostGetDevicePointer_v2, pdptr, asked, Flags);
 }
 
 /* Before CUDA 3.2: a 32-bit device pointer. */
 DSP_API CUresult cuMemHostGetDevicePointer(unsigned int *pdptr, void *p, unsigned int Flags) {
-    dsp_cuda_question(&api, p);
-    return CALL_REAL(MemHostGetDevicePointer, pdptr, p, Flags);
+    void *asked = (void *)dsp_cuda_question(&api, p);
+    return CALL_REAL(MemHostGetDevicePointer, pdptr, asked, Flags);
+}
+
+/* The attributes whose value is an address (CUpointer_attribute). */
+static int address_valued(int attribute) {
+    return attribute == 3 /* DEVICE_POINTER */ || attribute == 4 /* HOST_POINTER */ ||
+           attribute == 11 /* RANGE_START_ADDR */;
 }
 
 DSP_API CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
-    dsp_cuda_question(&api, (const void *)(uintptr_t)ptr);
-    return CALL_REAL(PointerGetAttribute, data, attribute, ptr);
+    const void *p = (const void *)(uintptr_t)ptr, *asked = dsp_cuda_question(&api, p);
+    CUresult rc = CALL_REAL(PointerGetAttribute, data, attribute, (uintptr_t)asked);
+    if (rc == 0 && data && address_valued(attribute)) dsp_cuda_answer_for(data, asked, p);
+    return rc;
 }
 
 DSP_API CUresult cuPointerGetAttributes(unsigned int numAttributes, int *attributes, void **data,
                                         CUdeviceptr ptr) {
-    dsp_cuda_question(&api, (const void *)(uintptr_t)ptr);
-    return CALL_REAL(PointerGetAttributes, numAttributes, attributes, data, ptr);
+    const void *p = (const void *)(uintptr_t)ptr, *asked = dsp_cuda_question(&api, p);
+    CUresult rc =
+        CALL_REAL(PointerGetAttributes, numAttributes, attributes, data, (uintptr_t)asked);
+    for (unsigned i = 0; rc == 0 && asked != p && attributes && data && i < numAttributes; i++)
+        if (data[i] && address_valued(attributes[i])) dsp_cuda_answer_for(data[i], asked, p);
+    return rc;
 }
 
 /* The functions cuGetProcAddress is asked for by base name, with the versions

@@ -146,15 +146,28 @@ DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
     return rc != DSP_CUDA_REAL ? rc : CALL_REAL(HostGetFlags, "cudaHostGetFlags", pFlags, pHost);
 }
 
+/* Arena memory outside live blocks is asked about at an address no
+ * registration holds (dsp_cuda_question): invalid value, as for any
+ * unregistered memory. */
 DSP_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
-    dsp_cuda_question(&api, pHost); /* resolves */
-    return CALL_REAL(HostGetDevicePointer, "cudaHostGetDevicePointer", pDevice, pHost, flags);
+    void *asked = (void *)dsp_cuda_question(&api, pHost); /* resolves */
+    return CALL_REAL(HostGetDevicePointer, "cudaHostGetDevicePointer", pDevice, asked, flags);
 }
+
+/* The struct's first 24 bytes are the same in CUDA 11, 12 and 13: type,
+ * device, devicePointer, hostPointer. */
+#define ATTR_DEVICE_POINTER 8
+#define ATTR_HOST_POINTER   16
 
 DSP_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                              const void *ptr) {
-    dsp_cuda_question(&api, ptr);
-    return CALL_REAL(PointerGetAttributes, "cudaPointerGetAttributes", attributes, ptr);
+    const void *asked = dsp_cuda_question(&api, ptr);
+    cudaError_t rc = CALL_REAL(PointerGetAttributes, "cudaPointerGetAttributes", attributes, asked);
+    if (rc == cudaSuccess && attributes && asked != ptr) {
+        dsp_cuda_answer_for((char *)attributes + ATTR_DEVICE_POINTER, asked, ptr);
+        dsp_cuda_answer_for((char *)attributes + ATTR_HOST_POINTER, asked, ptr);
+    }
+    return rc;
 }
 
 /* The runtime's way to the driver's functions (CUDA 11.3+): the answer is the

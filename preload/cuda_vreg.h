@@ -1,6 +1,7 @@
 /* The program's registrations inside the arena: those the shim answered itself
- * (cudaHostRegister of a range inside a manager block that is already
- * registered with the driver), kept so that cudaHostUnregister mirrors them
+ * (cudaHostRegister of a range inside a block of ordinary memory, dsp_alloc or
+ * a malloc hint's, registered with the driver whole; inside a cudaHostAlloc
+ * block the driver answers 712), kept so that cudaHostUnregister mirrors them
  * and overlaps fail as the driver's would; and those the driver took (a
  * ReadOnly registration inside a block not registered yet), kept so that
  * cudaHostUnregister knows them from the shim's own (docs/cuda.md). */

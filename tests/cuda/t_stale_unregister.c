@@ -33,6 +33,8 @@ int main(void) {
     cudaGetLastError();
     CHECK(host_type(q) == 1);
     CHECK(cudaFreeHost(q) == cudaSuccess);
-    if (with_shim) CHECK(calls("cudaHostUnregister") == 0, "none reached the driver");
+    /* The 713s came from the runtime itself, asked about an address it never
+     * registered (issue 30): the pooled span's registration survived them. */
+    if (with_shim) CHECK(fakecuda_kind(q) == 2, "the pooled span is still registered");
     PASS();
 }

@@ -3,6 +3,7 @@
  * as in a container. argv[1] picks the case:
  *   reservation: mlockall_does_not_count_the_reservation
  *   mlockall_pool: program_mlockall_gets_the_pool_back
+ *   mlockall_flags: program_mlockall_gets_the_pool_back_with_every_flag
  *   mlock_pool: program_mlock_gets_the_pool_back (DSP_MALLOC_MIN=1M)
  *   future_first: mlockall_future_before_the_first_block */
 #include <dspreload.h>
@@ -151,6 +152,23 @@ static void mlockall_pool(void) {
     CHECK(mlockall(0) == -1 && errno == EINVAL, "errno as the kernel's: %m");
 }
 
+/* As mlockall_pool for each form with MCL_CURRENT (issue 30 lists
+ * MCL_FUTURE and MCL_ONFAULT with it): refused for the pool's blocks, each
+ * gets them back and succeeds; MCL_FUTURE stays in force until munlockall. */
+static void mlockall_flags(void) {
+    static const int forms[] = {MCL_CURRENT | MCL_FUTURE, MCL_CURRENT | MCL_ONFAULT,
+                                MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT};
+    size_t vm0 = status_bytes("VmSize");
+    size_t limit = containerise(vm0 + 8 * MiB);
+    CHECK(limit >= vm0 + 5 * MiB, "RLIMIT_MEMLOCK's hard limit leaves too little room");
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        fill_pool();
+        CHECK(mlockall(forms[i]) == 0, "mlockall(%d): %m", forms[i]);
+        CHECK(status_bytes("VmLck") <= limit, "VmLck %zu", status_bytes("VmLck"));
+        CHECK(munlockall() == 0, "munlockall");
+    }
+}
+
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: %s reservation|mlockall_pool|mlock_pool", argv[0]);
     if (!strcmp(argv[1], "reservation"))
@@ -159,6 +177,8 @@ int main(int argc, char **argv) {
         mlockall_pool();
     else if (!strcmp(argv[1], "future_first"))
         future_first();
+    else if (!strcmp(argv[1], "mlockall_flags"))
+        mlockall_flags();
     else if (!strcmp(argv[1], "mlock_pool"))
         mlock_pool();
     else
