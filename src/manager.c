@@ -244,7 +244,8 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
      * 0.4 ms in small pages (64 KiB blocks fell to 0.6x posix_memalign+mlock;
      * bench/pin_bench section 5, issue 12). */
     int huge = m->huge_mode == DSP_HUGEPAGES_ALWAYS ||
-               (m->huge_mode == DSP_HUGEPAGES_AUTO && len >= DSP_HUGE_PAGE);
+               (m->huge_mode == DSP_HUGEPAGES_AUTO && len >= DSP_HUGE_PAGE &&
+                atomic_load_explicit(&m->huge_probe, memory_order_relaxed) != DSP_HUGE_SLOW);
     struct dsp_span *s = dsp_arena_take(m, pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
         dsp_budget_release(m, pin, lock);

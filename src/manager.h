@@ -33,6 +33,10 @@ struct dsp_manager {
     size_t auto_cap;                   /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
     int huge_mode, prefault_threads;
+    /* With DSP_HUGEPAGES=auto, whether huge pages pay on this machine, asked
+     * at the first block of 64 MiB (pin.c, huge_pays): one of DSP_HUGE_*.
+     * Written outside the mutex by whichever first pin asks. */
+    _Atomic int huge_probe;
     int chunks;     /* small blocks may be cut from chunks: mlock is not limited */
     int as_limited; /* RLIMIT_AS was finite at the first reservation: grow in pieces */
     /* The program's mlockall(MCL_FUTURE) is in force: every PROT_NONE mapping
@@ -114,6 +118,9 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
  * With lock_optional a refused mlock is no error: DSP_PIN_LOCKED is clear.
  * want_huge: ask for transparent huge pages (else, with DSP_HUGEPAGES=never,
  * forbid them). */
+#define DSP_HUGE_UNKNOWN     0 /* no large block pinned yet */
+#define DSP_HUGE_PAYS        1
+#define DSP_HUGE_SLOW        2 /* small pages from now on (DSP_HUGEPAGES=always forces them) */
 #define DSP_PIN_LOCKED       1
 #define DSP_PIN_HUGE         2
 #define DSP_PIN_SHARED       4 /* mapped from the memfd (asked by s->shared) */

@@ -63,8 +63,10 @@ DSP_OPTION(NODE_WAIT, MSEC, "300", "milliseconds, 0 to 60000",
     X(HUGEPAGES, AUTO, auto) X(HUGEPAGES, ALWAYS, always) X(HUGEPAGES, NEVER, never)
 DSP_CHOICE(HUGEPAGES, "auto",
            "Transparent huge pages for pinned blocks: auto asks for them (madvise) on "
-           "blocks of 2 MiB and more, always on every block, never forbids them. "
-           "Large blocks then pin several times faster.")
+           "blocks of 2 MiB and more, except on a VM that reports free pages to its host, "
+           "where huge pages pin slower (noticed at the first block of 64 MiB); always "
+           "asks on every block; never forbids them. Large blocks pin several times "
+           "faster where they pay.")
 DSP_OPTION(PREFAULT_THREADS, INT, "0", "0 (auto) or 1-64",
            "Threads that populate a large new block before it is locked. auto uses up "
            "to 8, one per 64 MiB of the block, at most one per CPU.")
