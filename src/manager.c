@@ -229,7 +229,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     }
     /* A block the memory cgroup cannot hold is refused, never populated into
      * an OOM kill (logged; its margin of 16 MiB or more covers a chunk's rest). */
-    if (dsp_cgroup_refuses(len) || dsp_maps_take(2) != 0) { /* logged */
+    if (dsp_cgroup_refuses(len) || dsp_maps_take(2, 0) != 0) { /* logged */
         *why = PIN_FAILED;
         return NULL;
     }
@@ -450,6 +450,7 @@ size_t dsp_trim_unregistered(void) {
         if (fn) fn();
     }
     dsp_mgr_lock();
+    dsp_maps_recount();
     size_t n = dsp_pool_release_until(m, 0);
     dsp_mgr_unlock();
     return n;

@@ -122,9 +122,10 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
 #define DSP_PIN_IS_STUCK(rc) ((rc) <= DSP_PIN_STUCK_BASE)
 int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
                           int want_huge);
-/* Unlock, free the memory, PROT_NONE again: 0, or the -errno of the failed
- * mmap (logged with it) when a locked span could not even be unlocked (then
- * it is unchanged and must stay accounted). */
+/* Unlock, free the memory, PROT_NONE again: 0, or -ENOMEM when that would
+ * take the process's maps into the reserve left to the program (maps.c), or
+ * the -errno of the failed mmap (logged with it) when a locked span could not
+ * even be unlocked; in both cases it is unchanged and must stay accounted. */
 int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s);
 /* mlock2(MLOCK_ONFAULT) of a mapped range, the way every block is locked (so
  * that relocked ranges keep merging with their neighbours): 0 or -errno. */
@@ -147,10 +148,13 @@ int dsp_shm_map(struct dsp_manager *m, const struct dsp_span *s);
 void dsp_shm_punch(struct dsp_manager *m, const struct dsp_span *s);
 
 /* maps.c: the process's memory maps (vm.max_map_count). Under mu. */
-/* Room for n more maps that a new pin may add, keeping the reserve left to the
- * program: 0, or -ENOMEM (logged once) when the manager must refuse. */
-int dsp_maps_take(int n);
-void dsp_maps_note(int n);                     /* a drop may have added n maps */
+/* Room for n more maps that a new pin (drop 0) or a drop splitting the mapping
+ * it is in (drop 1) may add, keeping the reserve left to the program: 0, or
+ * -ENOMEM (logged once) when the manager must refuse, or keep the span as it is. */
+int dsp_maps_take(int n, int drop);
+/* The next take counts the maps again: before a trim, which may drop many
+ * spans long after the last count (the program maps too meanwhile). */
+void dsp_maps_recount(void);
 size_t dsp_maps_count(void);                   /* lines of /proc/self/maps, without allocating */
 size_t dsp_maps_max(void);                     /* vm.max_map_count (65530 if unreadable) */
 size_t dsp_maps_reserve(size_t max_map_count); /* maps left to the program */

@@ -111,19 +111,33 @@ void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
 }
 
 /* Largest first: one big release frees the most memory for one syscall and
- * keeps the many small blocks that are cheap to keep and common to reuse. */
+ * keeps the many small blocks that are cheap to keep and common to reuse.
+ * A span that cannot go (its drop would split a mapping into the maps left
+ * to the program, or the kernel refused) is set aside and the next tried: one
+ * between vacant neighbours splits nothing. The spans set aside go back to
+ * the index at the end, still cached and counted. */
 size_t dsp_pool_release_until(struct dsp_manager *m, size_t cached_max) {
     size_t released = 0;
+    struct dsp_span *kept = NULL;
     while (m->cached.bytes > cached_max) {
         struct dsp_span *s = dsp_bins_largest(&m->cached);
         int was_locked = s->locked;
-        if (dsp_pin_drop(m, s) != 0) break; /* logged; it stays cached and counted */
         dsp_bins_remove(&m->cached, s);
+        if (dsp_pin_drop(m, s) != 0) { /* logged; it stays cached and counted */
+            s->bnext = kept;           /* (out of the index: its links are free) */
+            kept = s;
+            continue;
+        }
         if (s->counted) dsp_budget_release(m, s->len, was_locked);
         s->counted = 0;
         released += s->len;
         dsp_arena_vacate(m, s);
         dsp_stat_add(DSP_ST_pool_releases, 1);
+    }
+    while (kept) {
+        struct dsp_span *s = kept;
+        kept = s->bnext;
+        dsp_bins_insert(&m->cached, s);
     }
     publish(m);
     return released;
