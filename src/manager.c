@@ -60,7 +60,7 @@ static void retire(struct dsp_span *s) {
         return;
     }
     dsp_pool_put(m, s);
-    size_t cuda = dsp_pool_registered_bytes(m), max = dsp_node_pool_max(m->pool_max);
+    size_t cuda = dsp_pool_registered_bytes(m), max = dsp_pool_limit(m);
     dsp_pool_release_until(m, max > cuda ? max - cuda : 0);
 }
 
@@ -77,7 +77,7 @@ static void retire(struct dsp_span *s) {
 static size_t chunk_for(size_t len, unsigned how) {
     struct dsp_manager *m = &dsp_mgr;
     if (!m->chunks || (how & DSP_BLK_SERVED) || len > CHUNK_FOR ||
-        dsp_pooled_bytes(m) + (CHUNK_LEN - len) > m->pool_max)
+        dsp_pooled_bytes(m) + (CHUNK_LEN - len) > dsp_pool_limit(m))
         return len;
     return CHUNK_LEN;
 }
@@ -373,7 +373,7 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
     else
         retire(s);
     dsp_node_poll(m); /* the pooled figure others read before they ask */
-    int over = dsp_pooled_bytes(m) > m->pool_max; /* read here, under the lock we hold */
+    int over = dsp_pooled_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
     if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
@@ -536,7 +536,19 @@ static void deferred_block_free(void *p) {
 static size_t release_pool(struct dsp_manager *m) {
     return dsp_pool_release_until(m, 0);
 }
-static const struct dsp_node_ops node_ops = {release_pool, dsp_trim_unregistered};
+/* A yield request, from the node's timer thread: what dsp_trim gives back,
+ * the registered pool only as far as the layer's yield hook may (block.h). */
+static size_t node_trim(void) {
+    size_t n = dsp_trim_unregistered();
+    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
+    if (layer && layer->yield) n += layer->yield();
+    return n;
+}
+static size_t yieldable(struct dsp_manager *m) {
+    int layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE) != NULL;
+    return m->cached.bytes + (layer ? dsp_pool_registered_bytes(m) : 0);
+}
+static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable};
 
 static void init_once(void) {
     size_t ram = dsp_sys_ram();

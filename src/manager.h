@@ -187,10 +187,13 @@ void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock);
  * layers' caches and the general pool; bytes released. Takes the lock. */
 size_t dsp_trim_unregistered(void);
 size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_span **out,
-                                 size_t max);
+                                 size_t max, int synced_only);
 void dsp_span_release(struct dsp_manager *m,
                       struct dsp_span *s);      /* uncount, drop, vacate (unregistered first) */
 size_t dsp_pooled_bytes(struct dsp_manager *m); /* both pools */
+/* How much may stay pooled, both pools together: DSP_POOL_MAX, or the
+ * process's share of the node cap when smaller. Under mu. */
+size_t dsp_pool_limit(struct dsp_manager *m);
 
 /* budget.c */
 void dsp_budget_configure(struct dsp_manager *m);

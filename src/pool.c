@@ -11,6 +11,7 @@
  * since handing private memory to cudaHostAlloc would make its forks copy
  * (issue 13). */
 #include "manager.h"
+#include "node.h"
 #include "stats.h"
 
 static void publish(struct dsp_manager *m) {
@@ -88,6 +89,14 @@ size_t dsp_pooled_bytes(struct dsp_manager *m) {
     return m->cached.bytes + dsp_pool_registered_bytes(m);
 }
 
+/* The one limit of both pools together, which every check of what may stay
+ * pooled asks: DSP_POOL_MAX, or this process's share of the node cap when
+ * that is smaller (node.c). The registered pool was held to DSP_POOL_MAX
+ * alone, and kept 768 MiB idle under a 1 GiB node cap (issue 30). */
+size_t dsp_pool_limit(struct dsp_manager *m) {
+    return dsp_node_pool_max(m->pool_max);
+}
+
 void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
     int was_locked = s->locked;
     if (dsp_pin_drop(m, s) != 0) { /* still locked (logged): keep it pooled and counted */
@@ -151,16 +160,29 @@ void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock) {
 /* Takes up to max registered pooled spans, those no allocation reuses first,
  * then the largest, while the CUDA pools hold more than keep bytes: the caller unregisters each
  * (outside the lock) and then hands it to dsp_span_release. They are LIVE meanwhile, in no index
- * and not in the registry, so nothing else touches them. */
+ * and not in the registry, so nothing else touches them. synced_only: only spans that need no
+ * device wait (freed by a call that waited, as cudaFreeHost); the others are set aside and stay
+ * pooled. */
 size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_span **out,
-                                 size_t max) {
+                                 size_t max, int synced_only) {
     size_t n = 0;
+    struct dsp_span *kept = NULL;
     while (n < max && dsp_pool_registered_bytes(m) > keep) {
         struct dsp_bins *b = m->cuda_private.bytes ? &m->cuda_private : &m->cuda_cached;
         struct dsp_span *s = dsp_bins_largest(b);
         dsp_bins_remove(b, s);
+        if (synced_only && s->unsynced) {
+            s->bnext = kept; /* (out of the index: its links are free) */
+            kept = s;
+            continue;
+        }
         s->state = DSP_SPAN_LIVE;
         out[n++] = s;
+    }
+    while (kept) {
+        struct dsp_span *s = kept;
+        kept = s->bnext;
+        dsp_bins_insert(dsp_pool_bins(m, s), s);
     }
     publish(m);
     return n;

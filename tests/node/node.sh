@@ -152,6 +152,28 @@ node_idle_pool_yields)
   touch "$stop"
   wait
   ;;
+node_cuda_pool_yields_to_the_node_cap)
+  # Regression (issue 30): a CUDA rank's cudaHostAlloc(768 MiB) freed with
+  # cudaFreeHost stays registered in the shim's pool; the rank then idles
+  # (its runtime's thread and the ledger's timer only). Another rank's
+  # 768 MiB under a 1 GiB node cap was refused after 5 s while the idle one
+  # held VmLck 768 MiB: the timer gave back the unregistered pool only. Its
+  # registered spans freed by cudaFreeHost (the device waited for) yield
+  # within the wait, unregistered with the driver first, as the plain pool's.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
+  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
+  p=$!
+  wait_for "$top/out.p" '^pooled'
+  sleep 0.5 # its timer publishes the pooled figure every 50 ms
+  [ "$(vmlck_kb $p)" -ge $((768 * 1024)) ] || fail "the CUDA rank's pool is not locked: $(vmlck_kb $p) kB"
+  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
+    fail "the idle CUDA pool did not yield: $(cat "$top/out.q"); VmLck of the idle rank $(vmlck_kb $p) kB"
+  echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
+  [ "$(vmlck_kb $p)" -lt 1024 ] || fail "the idle rank still locks $(vmlck_kb $p) kB"
+  touch "$stop"
+  wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
+  grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered with the driver once: $(cat "$top/out.p")"
+  ;;
 node_single_threaded_process_starts_no_timer)
   # Regression: the ledger's timer thread, started at the first pin, ended
   # glibc's single-thread lock shortcut (the pool cycle 1.19-1.53x slower).
