@@ -173,6 +173,20 @@ node_cuda_pool_yields_to_the_node_cap)
   touch "$stop"
   wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
   grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered with the driver once: $(cat "$top/out.p")"
+  # The same while the idle rank's own thread holds a graph capture in the
+  # global mode: the timer's calls (relaxed) are not refused for it, and
+  # leave it valid.
+  rm -f "$stop"
+  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" capture >"$top/out.c" 2>"$top/err.c" &
+  p=$!
+  wait_for "$top/out.c" '^pooled'
+  sleep 0.5
+  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.r" 2>"$top/err.r" ||
+    fail "the idle CUDA pool did not yield during a capture: $(cat "$top/out.r")"
+  touch "$stop"
+  wait $p || fail "the capturing CUDA rank: $(cat "$top/out.c")"
+  grep -q '^capture 0$' "$top/out.c" || fail "the yield broke the rank's capture: $(cat "$top/out.c")"
+  grep -q '^unregistered 1$' "$top/out.c" || fail "not unregistered during the capture: $(cat "$top/out.c")"
   ;;
 node_single_threaded_process_starts_no_timer)
   # Regression: the ledger's timer thread, started at the first pin, ended
