@@ -188,6 +188,23 @@ node_cuda_pool_yields_to_the_node_cap)
   grep -q '^capture 0$' "$top/out.c" || fail "the yield broke the rank's capture: $(cat "$top/out.c")"
   grep -q '^unregistered 1$' "$top/out.c" || fail "not unregistered during the capture: $(cat "$top/out.c")"
   ;;
+node_cuda_pool_held_to_the_node_share)
+  # Regression (issue 30): the registered pool was held to DSP_POOL_MAX alone,
+  # where the plain pool keeps at most the process's share of the node cap
+  # (cap / users). With another rank in the ledger, a cudaFreeHost'd 768 MiB
+  # block is over the 512 MiB share: unregistered and given back at the free.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
+  LD_PRELOAD="$lib" "$prog" hold 16 16 "$stop" >"$top/out.h" 2>"$top/err.h" &
+  wait_for "$top/out.h" '^pinned 16'
+  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
+  p=$!
+  wait_for "$top/out.p" '^pooled'
+  [ "$(vmlck_kb $p)" -lt 1024 ] || fail "the CUDA rank pools $(vmlck_kb $p) kB over its share"
+  touch "$stop"
+  wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
+  grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered at the free: $(cat "$top/out.p")"
+  wait
+  ;;
 node_single_threaded_process_starts_no_timer)
   # Regression: the ledger's timer thread, started at the first pin, ended
   # glibc's single-thread lock shortcut (the pool cycle 1.19-1.53x slower).
