@@ -103,6 +103,13 @@ void dsp_set_layer(const struct dsp_layer_ops *ops);
  * pool): dsp_trim() calls fn too and adds the bytes it gave back. At most a
  * few; registering one twice is a no-op. */
 void dsp_add_trimmer(size_t (*fn)(void));
+/* Such a cache asks before it keeps a live block of len bytes idle: 1 when it
+ * may (everything idle, the pools and what layers keep, stays within the
+ * pools' limit: DSP_POOL_MAX or the node share), counted until
+ * dsp_block_unkeep (reused, or freed); 0: free it instead, into the pool
+ * whose rule decides what goes. */
+int dsp_block_keep(size_t len);
+void dsp_block_unkeep(size_t len);
 
 /* Eviction: takes up to max pooled registered spans, largest first, while
  * pooled memory is over its limit (DSP_EVICT_OVER: DSP_POOL_MAX or the node

@@ -20,7 +20,7 @@ size_t dsp_cuda_evict(int what, struct dsp_evicted *out, size_t max) {
     dsp_mgr_lock();
     size_t keep = 0;
     if (what == DSP_EVICT_OVER) {
-        size_t p = dsp_pooled_bytes(m), limit = dsp_pool_limit(m);
+        size_t p = dsp_pool_idle_bytes(m), limit = dsp_pool_limit(m);
         size_t over = p > limit ? p - limit : 0, reg = dsp_pool_registered_bytes(m);
         keep = reg > over ? reg - over : 0;
     }

@@ -60,8 +60,8 @@ static void retire(struct dsp_span *s) {
         return;
     }
     dsp_pool_put(m, s);
-    size_t cuda = dsp_pool_registered_bytes(m), max = dsp_pool_limit(m);
-    dsp_pool_release_until(m, max > cuda ? max - cuda : 0);
+    size_t other = dsp_pool_registered_bytes(m) + m->kept, max = dsp_pool_limit(m);
+    dsp_pool_release_until(m, max > other ? max - other : 0);
 }
 
 /* Small blocks: one new pin per block cost about 11 us here (mmap, madvise,
@@ -77,7 +77,7 @@ static void retire(struct dsp_span *s) {
 static size_t chunk_for(size_t len, unsigned how) {
     struct dsp_manager *m = &dsp_mgr;
     if (!m->chunks || (how & DSP_BLK_SERVED) || len > CHUNK_FOR ||
-        dsp_pooled_bytes(m) + (CHUNK_LEN - len) > dsp_pool_limit(m))
+        dsp_pool_idle_bytes(m) + (CHUNK_LEN - len) > dsp_pool_limit(m))
         return len;
     return CHUNK_LEN;
 }
@@ -373,7 +373,7 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
     else
         retire(s);
     dsp_node_poll(m); /* the pooled figure others read before they ask */
-    int over = dsp_pooled_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
+    int over = dsp_pool_idle_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
     if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
@@ -442,6 +442,19 @@ void dsp_add_trimmer(size_t (*fn)(void)) {
     }
 }
 
+int dsp_block_keep(size_t len) {
+    dsp_mgr_lock();
+    int ok = dsp_pool_may_keep(&dsp_mgr, len);
+    dsp_mgr_unlock();
+    return ok;
+}
+
+void dsp_block_unkeep(size_t len) {
+    dsp_mgr_lock();
+    dsp_mgr.kept -= len;
+    dsp_mgr_unlock();
+}
+
 size_t dsp_trim_unregistered(void) {
     struct dsp_manager *m = &dsp_mgr;
     /* Layers' caches first: what they give back lands in the pool below. */
@@ -500,6 +513,7 @@ static void fork_child(void) {
     /* Nothing is locked or registered here: the child must never call CUDA
      * for inherited memory, so registered spans are dropped, not unregistered. */
     m->pinned = m->locked = 0;
+    m->kept = 0; /* the layers' kept blocks are stale here: dropped uncounted (bounce.c) */
     dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
     atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
     dsp_shm_fork_child(m);            /* served memory stays shared with the parent */
@@ -546,7 +560,7 @@ static size_t node_trim(void) {
 }
 static size_t yieldable(struct dsp_manager *m) {
     int layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE) != NULL;
-    return m->cached.bytes + (layer ? dsp_pool_registered_bytes(m) : 0);
+    return m->cached.bytes + m->kept + (layer ? dsp_pool_registered_bytes(m) : 0);
 }
 static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable};
 

@@ -29,6 +29,7 @@ struct dsp_manager {
     int shm_fd1, shm_state;
     uint64_t shm_dev, shm_ino;
     size_t pinned, locked; /* see budget.c */
+    size_t kept; /* live blocks layers keep idle for reuse (dsp_block_keep: the bounce pool) */
     size_t budget, cap, pool_max, arena_size;
     size_t auto_cap;                   /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
@@ -191,9 +192,15 @@ size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_
 void dsp_span_release(struct dsp_manager *m,
                       struct dsp_span *s);      /* uncount, drop, vacate (unregistered first) */
 size_t dsp_pooled_bytes(struct dsp_manager *m); /* both pools */
-/* How much may stay pooled, both pools together: DSP_POOL_MAX, or the
+/* How much may stay idle, every cache together: DSP_POOL_MAX, or the
  * process's share of the node cap when smaller. Under mu. */
 size_t dsp_pool_limit(struct dsp_manager *m);
+/* What is idle now against that limit: both pools and the blocks layers keep
+ * (m->kept). Under mu. */
+size_t dsp_pool_idle_bytes(struct dsp_manager *m);
+/* A layer asks to keep a live block of len idle: 1 (counted in m->kept) while
+ * everything idle stays within dsp_pool_limit, else 0. Under mu. */
+int dsp_pool_may_keep(struct dsp_manager *m, size_t len);
 
 /* budget.c */
 void dsp_budget_configure(struct dsp_manager *m);

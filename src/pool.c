@@ -97,6 +97,20 @@ size_t dsp_pool_limit(struct dsp_manager *m) {
     return dsp_node_pool_max(m->pool_max);
 }
 
+size_t dsp_pool_idle_bytes(struct dsp_manager *m) {
+    return dsp_pooled_bytes(m) + m->kept;
+}
+
+/* A layer's cache (the libaio bounce pool) keeps a block only within the same
+ * limit; refused, the layer frees it into the general pool, where the pool's
+ * rule (largest first) decides what goes. */
+int dsp_pool_may_keep(struct dsp_manager *m, size_t len) {
+    size_t idle = dsp_pool_idle_bytes(m), limit = dsp_pool_limit(m);
+    if (idle > limit || len > limit - idle) return 0;
+    m->kept += len;
+    return 1;
+}
+
 void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
     int was_locked = s->locked;
     if (dsp_pin_drop(m, s) != 0) { /* still locked (logged): keep it pooled and counted */
