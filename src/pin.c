@@ -207,8 +207,10 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
 /* The maps a drop of s may add: one for each side where the mapping goes on
  * into a neighbour that is not vacant (a hole in the middle of a mapping
  * splits it in three). A vacant neighbour is PROT_NONE already and merges with
- * the drop, and past the arena's ends the mapping ends anyway. An upper bound:
- * a neighbour with other flags (huge pages, the memfd) is a map of its own. */
+ * the drop, and past the arena's ends the mapping ends anyway. An upper bound
+ * (a neighbour with other flags, huge pages or the memfd, is a map of its own)
+ * but for one rare case: a vacant neighbour left mapped by a drop near the
+ * limit (below) does not merge, which costs the reserve at most one map. */
 static int drop_maps(const struct dsp_span *s) {
     return (s->aprev && s->aprev->state != DSP_SPAN_VACANT) +
            (s->anext && s->anext->state != DSP_SPAN_VACANT);
