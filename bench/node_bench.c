@@ -17,6 +17,15 @@
  *      the slowest of the 8 first blocks: with the ledger, the joins that
  *      processes starting together wait for (up to 150 ms on 2 CPUs), which
  *      inside the 2 s window had cost the storm 5%
+ *   4. an idle rank's pool given back to another rank (issue 30): a rank with
+ *      a thread of its own pins 768 MiB and frees it, into the plain pool
+ *      (dsp_alloc) or the registered CUDA pool (cudaHostAlloc and
+ *      cudaFreeHost against the runtime double: bench/node_holder.c, under
+ *      LD_PRELOAD), and idles; another, under DSP_NODE_MAX_PINNED=1G, times
+ *      dsp_alloc(768 MiB): the yield it waits for and its own first pin.
+ *      The give-back is that time less the same pin with no one holding
+ *      anything (measured beside it). Reported, no goal; the two pools side
+ *      by side, and only with the ledger (without it nothing yields)
  * Each variant runs in a child process of its own, since the configuration
  * is read once per process, and an exec'd one: a fork child that never execs
  * starts no timer thread (docs/design.md, "Fork"), so a forked child would
@@ -37,11 +46,15 @@
 #include "schema.h"
 #include "timing.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,6 +205,87 @@ static void row(const char *id, const char *what, const double *node, const doub
     schema_goal(f, g);
 }
 
+/* The ledger slot of process pid, read-only (this run's ledger), or NULL;
+ * *map for munmap. */
+static const struct dsp_ledger_slot *slot_of(pid_t pid, struct dsp_ledger_map **map) {
+    char k[96], path[160];
+    snprintf(k, sizeof k, "key:%s", key);
+    dsp_ledger_path(path, sizeof path, "/dev/shm", (unsigned)geteuid(), k);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return NULL;
+    *map = mmap(NULL, sizeof **map, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (*map == MAP_FAILED) return NULL;
+    for (unsigned i = 0; i < DSP_LEDGER_SLOTS; i++)
+        if (atomic_load(&(*map)->slot[i].state) == 1 && (*map)->slot[i].pid == pid)
+            return &(*map)->slot[i];
+    munmap(*map, sizeof **map);
+    return NULL;
+}
+
+/* Figure 4, one round: an idle rank holding 768 MiB in its pool (holder:
+ * "plain" or "cuda") and another process's dsp_alloc(768 MiB) under a 1 GiB
+ * node cap. *yield: milliseconds from the request's start until the holder's
+ * slot in the ledger holds none of it (the room the other waits for); returns the whole dsp_alloc's
+ * milliseconds; -1 when refused or broken. */
+#define HELD_MB 768
+static double give_back(const char *holder, double *yield) {
+    char dir[PATH_MAX], prog[PATH_MAX + 16], lib[PATH_MAX + 32], mb[16], line[16] = "";
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    *yield = -1;
+    if (n <= 0) return -1;
+    dir[n] = 0;
+    *strrchr(dir, '/') = 0;
+    snprintf(prog, sizeof prog, "%s/node_holder", dir);
+    snprintf(lib, sizeof lib, "%s/../libdspreload.so", dir);
+    snprintf(mb, sizeof mb, "%d", HELD_MB);
+    configure(1, "1G");
+    setenv("DSP_NODE_MAX_PINNED", "1G", 1);
+    setenv("DSP_NODE_WAIT", "5000", 1);
+    int out[2], fd[2];
+    if (pipe(out) != 0) return -1;
+    pid_t h = fork();
+    if (h == 0) {
+        dup2(out[1], 1);
+        setenv("LD_PRELOAD", lib, 1);
+        execl(prog, "node_holder", holder, mb, (char *)NULL);
+        _exit(1);
+    }
+    close(out[1]);
+    FILE *f = fdopen(out[0], "r");
+    int ok = f && fgets(line, sizeof line, f) && !strcmp(line, "pooled\n");
+    if (f) fclose(f);
+    double r = -1;
+    if (ok && pipe(fd) == 0) {
+        usleep(200 * 1000); /* its timer publishes the pooled figure every 50 ms */
+        double t0 = now();
+        pid_t c = fork();
+        if (c == 0) {
+            close(fd[0]);
+            void *p = dsp_alloc((size_t)HELD_MB * MiB);
+            double ms = p ? (now() - t0) * 1e3 : -1;
+            _exit(write(fd[1], &ms, sizeof ms) == sizeof ms ? 0 : 1);
+        }
+        close(fd[1]);
+        struct dsp_ledger_map *map = NULL;
+        const struct dsp_ledger_slot *held = slot_of(h, &map);
+        while (held && now() - t0 < 6) {
+            if (atomic_load(&held->reserved) < MiB) {
+                *yield = (now() - t0) * 1e3;
+                break;
+            }
+            usleep(200);
+        }
+        if (held) munmap(map, sizeof *map);
+        if (read(fd[0], &r, sizeof r) != sizeof r) r = -1;
+        close(fd[0]);
+        waitpid(c, NULL, 0);
+    }
+    kill(h, SIGKILL);
+    waitpid(h, NULL, 0);
+    return r;
+}
+
 /* The exec'd child of in_child: --child WHICH N THREADED FD. */
 static int child_main(char **argv) {
     int which = atoi(argv[2]), n = atoi(argv[3]), threaded = atoi(argv[4]), fd = atoi(argv[5]);
@@ -302,6 +396,32 @@ int main(int argc, char **argv) {
         jn * 1e3, j_node[0] * 1e3, j_node[sr - 1] * 1e3, sr, 0);
     schema_baseline(jf, "per-process budget (DSP_NODE=off)", jo * 1e3, j_off[0] * 1e3,
                     j_off[sr - 1] * 1e3);
+    /* 4: each pool's give-back beside the other's, in alternating order. */
+    int gr = quick ? 1 : 3, refused[2] = {0, 0};
+    double gb[2][3], pin[2][3];
+    const char *pools[2] = {"plain", "cuda"};
+    for (int r = 0; r < gr; r++)
+        for (int k = 0; k < 2; k++) {
+            int i = r & 1 ? 1 - k : k;
+            pin[i][r] = give_back(pools[i], &gb[i][r]);
+            refused[i] |= pin[i][r] < 0 || gb[i][r] < 0;
+        }
+    for (int i = 0; i < 2; i++) {
+        char id[64], what[200];
+        snprintf(id, sizeof id, "node.give_back.%s.768MiB", pools[i]);
+        snprintf(
+            what, sizeof what,
+            "an idle rank's %s pool of 768 MiB given back (its ledger slot empty) to another's "
+            "dsp_alloc(768 MiB) under a 1 GiB cap",
+            i ? "registered CUDA" : "plain");
+        if (refused[i]) {
+            printf("| %s | not given back, or refused | - | - | reported |\n", what);
+            continue;
+        }
+        double m = median(gb[i], gr), p = median(pin[i], gr);
+        printf("| %s | %.3g ms (the whole pin %.3g ms) | - | - | reported |\n", what, m, p);
+        schema_figure(id, what, "ms", m, gb[i][0], gb[i][gr - 1], gr, 0);
+    }
     printf("\nratio = ledger / per-process for times, per-process / ledger for throughput "
            "(1.00x: no cost).\n");
     remove_ledger();

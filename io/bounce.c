@@ -27,13 +27,16 @@ static unsigned class_of(size_t len, size_t *cap) {
 }
 
 /* Frees kept buffers, largest first, until held + need fits limit (all with
- * need == SIZE_MAX). Called with mu held; returns bytes freed. */
-static size_t release_kept(size_t need, size_t limit) {
+ * need == SIZE_MAX). Called with mu held; returns bytes freed. counted: the
+ * manager counts them as kept (dsp_block_keep); a fork child's stale ones it
+ * does not (its fork handler cleared the count). */
+static size_t release_kept(size_t need, size_t limit, int counted) {
     size_t freed = 0;
     for (int k = CLASSES - 1; k >= DSP_BOUNCE_MIN_SHIFT; k--) {
         while (free_list[k] && (need == (size_t)-1 || held + need > limit)) {
             void *b = free_list[k];
             free_list[k] = *(void **)b;
+            if (counted) dsp_block_unkeep((size_t)1 << k);
             dsp_block_free((uintptr_t)b);
             held -= (size_t)1 << k;
             freed += (size_t)1 << k;
@@ -45,7 +48,7 @@ static size_t release_kept(size_t need, size_t limit) {
 static void drop_stale(void) {
     if (!stale) return;
     stale = 0;
-    release_kept((size_t)-1, 0);
+    release_kept((size_t)-1, 0, 0);
     held = 0;
 }
 
@@ -59,9 +62,10 @@ void *dsp_bounce_get(size_t len, size_t *cap) {
     if (b) {
         free_list[k] = *(void **)b;
         pthread_mutex_unlock(&mu);
+        dsp_block_unkeep(*cap);
         return b;
     }
-    if (held + *cap > limit) release_kept(*cap, limit);
+    if (held + *cap > limit) release_kept(*cap, limit, 1);
     if (held + *cap > limit) {
         pthread_mutex_unlock(&mu);
         dsp_once(DSP_LOG_WARN,
@@ -92,7 +96,17 @@ static void keep(void *buf, size_t cap) {
     free_list[k] = buf;
 }
 
+/* A buffer is kept only as the manager's pool limit allows (issue 30: every
+ * cache of pinned memory under one limit, DSP_POOL_MAX or the node share);
+ * otherwise it goes to the manager's pool, whose rule decides what stays. */
 void dsp_bounce_put(void *buf, size_t cap) {
+    if (!dsp_block_keep(cap)) {
+        dsp_block_free((uintptr_t)buf);
+        pthread_mutex_lock(&mu);
+        held -= cap;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
     pthread_mutex_lock(&mu);
     keep(buf, cap);
     pthread_mutex_unlock(&mu);
@@ -101,7 +115,7 @@ void dsp_bounce_put(void *buf, size_t cap) {
 size_t dsp_bounce_trim(void) {
     pthread_mutex_lock(&mu);
     drop_stale();
-    size_t n = release_kept((size_t)-1, 0);
+    size_t n = release_kept((size_t)-1, 0, 1);
     pthread_mutex_unlock(&mu);
     return n;
 }

@@ -73,8 +73,9 @@ static void layer_freed(uintptr_t base, size_t len);
 static int layer_make_room(size_t len);
 static void layer_over_limit(void);
 static size_t layer_trim(void);
+static size_t layer_yield(void);
 static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, layer_over_limit,
-                                               layer_trim};
+                                               layer_trim, layer_yield};
 
 int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
     if (atomic_load(&forked)) return 0;
@@ -182,19 +183,18 @@ static int device_idle(const struct dsp_cuda_api *a) {
     return rc;
 }
 
-/* Unregisters and gives back pooled registered blocks: over DSP_POOL_MAX, or
- * all of them. A block freed with no device wait since (free() of a hinted
- * block, dsp_free) may still be read or written by a copy in flight: the
- * device is waited for once before any such block is unregistered and its
- * pages given back (regression: freed_registered_block_waits_for_copies).
- * Returns bytes released. */
-static size_t evict(const struct dsp_cuda_api *a, int all) {
+/* Unregisters and gives back pooled registered blocks (what: DSP_EVICT_*):
+ * over the pool's limit, all of them, or all that need no device wait. A block freed with no device
+ * wait since (free() of a hinted block, dsp_free) may still be read or written by a copy in flight:
+ * the device is waited for once before any such block is unregistered and its pages given back
+ * (regression: freed_registered_block_waits_for_copies). Returns bytes released. */
+static size_t evict(const struct dsp_cuda_api *a, int what) {
     struct dsp_evicted e[16];
     size_t n, total = 0;
     if (!ready(a))
         return 0; /* no driver call can succeed here: the pool stays (regression:
                      cuda_driver_trim_without_context) */
-    while ((n = dsp_cuda_evict(all, e, 16)) > 0) {
+    while ((n = dsp_cuda_evict(what, e, 16)) > 0) {
         int unsynced = 0;
         for (size_t i = 0; i < n; i++) unsynced |= e[i].unsynced;
         if (unsynced && device_idle(a) != DSP_CU_SUCCESS)
@@ -237,17 +237,40 @@ static void layer_freed(uintptr_t base, size_t len) {
 static int layer_make_room(size_t len) {
     const struct dsp_cuda_api *a = any_serving();
     if (!a || !dsp_cuda_pool_would_make_room(len)) return 0;
-    return evict(a, 1) > 0;
+    return evict(a, DSP_EVICT_ALL) > 0;
 }
 
 static void layer_over_limit(void) {
     const struct dsp_cuda_api *a = any_serving();
-    if (a) evict(a, 0);
+    if (a) evict(a, DSP_EVICT_OVER);
 }
 
 static size_t layer_trim(void) {
     const struct dsp_cuda_api *a = any_serving();
-    return a ? evict(a, 1) : 0;
+    return a ? evict(a, DSP_EVICT_ALL) : 0;
+}
+
+/* A yield request of the node ledger, answered from its timer thread (issue
+ * 30: an idle rank's registered pool kept 768 MiB of a 1 GiB node cap while
+ * another rank was refused; the program, idle, made no call that could give
+ * it back). Only the spans that need no device wait: those freed by a call
+ * that waited (cudaFreeHost, cuMemFreeHost), whose unregistration is then
+ * all issue 13's rule asks. The others (free() of a hinted block, dsp_free)
+ * stay for the program's own calls: a device wait from here could last a
+ * whole step, and synchronising while a stream captures is refused. The
+ * calls are made in the relaxed capture mode, in which a thread is refused
+ * nothing for another thread's capture and invalidates none (as the shim's
+ * calls on a caller's behalf, relax()). The runtime's layer makes the
+ * primary context current on this thread itself; the driver API's needs one
+ * current, which this thread does not have (ready()): there the spans stay,
+ * and go at the program's own calls. */
+static size_t layer_yield(void) {
+    const struct dsp_cuda_api *a = any_serving();
+    if (!a || !ready(a)) return 0;
+    int mode = relax(a);
+    size_t n = evict(a, DSP_EVICT_SYNCED);
+    unrelax(a, mode);
+    return n;
 }
 
 int dsp_cuda_alloc(const struct dsp_cuda_api *a, void **p, size_t size, unsigned flags) {
@@ -311,7 +334,7 @@ int dsp_cuda_free(const struct dsp_cuda_api *a, void *ptr) {
     int over = dsp_block_free_synced(b.base);
     if (over < 0) return DSP_CUDA_REAL;
     dsp_stat_add(DSP_ST_cuda_free_pooled, 1);
-    if (on && over) evict(a, 0); /* over DSP_POOL_MAX */
+    if (on && over) evict(a, DSP_EVICT_OVER); /* over the pool's limit */
     return DSP_CU_SUCCESS;
 }
 

@@ -64,7 +64,7 @@ int dsp_block_at(uintptr_t base, struct dsp_block *out);
 int dsp_block_set_registered(uintptr_t base, unsigned user);
 
 /* Frees a live block by its exact base: 0, or 1 when pooled memory is now over
- * DSP_POOL_MAX (the registered pool is the caller's to trim), or -EINVAL. A
+ * its limit (dsp_pool_limit: the registered pool is the caller's to trim), or -EINVAL. A
  * registered block goes to the registered pool, the layer's freed() hook
  * dropping its state. */
 int dsp_block_free(uintptr_t base);
@@ -91,8 +91,11 @@ int dsp_block_discard(uintptr_t base);
 struct dsp_layer_ops {
     void (*freed)(uintptr_t base, size_t len); /* a registered block was freed (no driver call) */
     int (*make_room)(size_t len); /* over budget: give back pooled blocks; 1 if it did */
-    void (*over_limit)(void);     /* pooled memory is over DSP_POOL_MAX */
+    void (*over_limit)(void);     /* pooled memory is over its limit (dsp_pool_limit) */
     size_t (*trim)(void);         /* give back everything pooled; bytes */
+    /* A yield request of the node ledger, from its timer thread (a thread of
+     * the shim's, no lock held): give back what needs no device wait; bytes. */
+    size_t (*yield)(void);
 };
 void dsp_set_layer(const struct dsp_layer_ops *ops);
 
@@ -100,9 +103,18 @@ void dsp_set_layer(const struct dsp_layer_ops *ops);
  * pool): dsp_trim() calls fn too and adds the bytes it gave back. At most a
  * few; registering one twice is a no-op. */
 void dsp_add_trimmer(size_t (*fn)(void));
+/* Such a cache asks before it keeps a live block of len bytes idle: 1 when it
+ * may (everything idle, the pools and what layers keep, stays within the
+ * pools' limit: DSP_POOL_MAX or the node share), counted until
+ * dsp_block_unkeep (reused, or freed); 0: free it instead, into the pool
+ * whose rule decides what goes. */
+int dsp_block_keep(size_t len);
+void dsp_block_unkeep(size_t len);
 
 /* Eviction: takes up to max pooled registered spans, largest first, while
- * pooled memory is over DSP_POOL_MAX (or all of them with all != 0); the
+ * pooled memory is over its limit (DSP_EVICT_OVER: DSP_POOL_MAX or the node
+ * share, dsp_pool_limit), or all of them (DSP_EVICT_ALL), or all that need no
+ * device wait (DSP_EVICT_SYNCED: out[i].unsynced is 0 for each); the
  * caller unregisters each base with the driver, then hands the token to
  * dsp_cuda_evicted(). A span the driver refused to unregister is simply not
  * handed back: it stays LIVE, counted, in no index and not in the registry,
@@ -113,7 +125,8 @@ struct dsp_evicted {
     void *token;
     int unsynced; /* freed with no device wait since: wait before unregistering */
 };
-size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max);
+enum { DSP_EVICT_OVER, DSP_EVICT_ALL, DSP_EVICT_SYNCED };
+size_t dsp_cuda_evict(int what, struct dsp_evicted *out, size_t max);
 void dsp_cuda_evicted(void *token);
 
 /* 1 when giving back the registered pool would leave room for len more

@@ -13,18 +13,18 @@ int dsp_cuda_pool_would_make_room(size_t len) {
     return ok;
 }
 
-size_t dsp_cuda_evict(int all, struct dsp_evicted *out, size_t max) {
+size_t dsp_cuda_evict(int what, struct dsp_evicted *out, size_t max) {
     struct dsp_manager *m = &dsp_mgr;
     struct dsp_span *s[64];
     if (max > 64) max = 64;
     dsp_mgr_lock();
     size_t keep = 0;
-    if (!all) {
-        size_t p = dsp_pooled_bytes(m), over = p > m->pool_max ? p - m->pool_max : 0;
-        size_t reg = dsp_pool_registered_bytes(m);
+    if (what == DSP_EVICT_OVER) {
+        size_t p = dsp_pool_idle_bytes(m), limit = dsp_pool_limit(m);
+        size_t over = p > limit ? p - limit : 0, reg = dsp_pool_registered_bytes(m);
         keep = reg > over ? reg - over : 0;
     }
-    size_t n = dsp_pool_evict_registered(m, keep, s, max);
+    size_t n = dsp_pool_evict_registered(m, keep, s, max, what == DSP_EVICT_SYNCED);
     dsp_mgr_unlock();
     for (size_t i = 0; i < n; i++) {
         out[i].base = s[i]->base; /* s is LIVE and ours alone until evicted() */

@@ -60,8 +60,8 @@ static void retire(struct dsp_span *s) {
         return;
     }
     dsp_pool_put(m, s);
-    size_t cuda = dsp_pool_registered_bytes(m), max = dsp_node_pool_max(m->pool_max);
-    dsp_pool_release_until(m, max > cuda ? max - cuda : 0);
+    size_t other = dsp_pool_registered_bytes(m) + m->kept, max = dsp_pool_limit(m);
+    dsp_pool_release_until(m, max > other ? max - other : 0);
 }
 
 /* Small blocks: one new pin per block cost about 11 us here (mmap, madvise,
@@ -77,7 +77,7 @@ static void retire(struct dsp_span *s) {
 static size_t chunk_for(size_t len, unsigned how) {
     struct dsp_manager *m = &dsp_mgr;
     if (!m->chunks || (how & DSP_BLK_SERVED) || len > CHUNK_FOR ||
-        dsp_pooled_bytes(m) + (CHUNK_LEN - len) > m->pool_max)
+        dsp_pool_idle_bytes(m) + (CHUNK_LEN - len) > dsp_pool_limit(m))
         return len;
     return CHUNK_LEN;
 }
@@ -229,7 +229,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     }
     /* A block the memory cgroup cannot hold is refused, never populated into
      * an OOM kill (logged; its margin of 16 MiB or more covers a chunk's rest). */
-    if (dsp_cgroup_refuses(len) || dsp_maps_take(2) != 0) { /* logged */
+    if (dsp_cgroup_refuses(len) || dsp_maps_take(2, 0) != 0) { /* logged */
         *why = PIN_FAILED;
         return NULL;
     }
@@ -374,7 +374,7 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
     else
         retire(s);
     dsp_node_poll(m); /* the pooled figure others read before they ask */
-    int over = dsp_pooled_bytes(m) > m->pool_max; /* read here, under the lock we hold */
+    int over = dsp_pool_idle_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
     if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
@@ -443,6 +443,19 @@ void dsp_add_trimmer(size_t (*fn)(void)) {
     }
 }
 
+int dsp_block_keep(size_t len) {
+    dsp_mgr_lock();
+    int ok = dsp_pool_may_keep(&dsp_mgr, len);
+    dsp_mgr_unlock();
+    return ok;
+}
+
+void dsp_block_unkeep(size_t len) {
+    dsp_mgr_lock();
+    dsp_mgr.kept -= len;
+    dsp_mgr_unlock();
+}
+
 size_t dsp_trim_unregistered(void) {
     struct dsp_manager *m = &dsp_mgr;
     /* Layers' caches first: what they give back lands in the pool below. */
@@ -451,6 +464,7 @@ size_t dsp_trim_unregistered(void) {
         if (fn) fn();
     }
     dsp_mgr_lock();
+    dsp_maps_recount();
     size_t n = dsp_pool_release_until(m, 0);
     dsp_mgr_unlock();
     return n;
@@ -500,6 +514,7 @@ static void fork_child(void) {
     /* Nothing is locked or registered here: the child must never call CUDA
      * for inherited memory, so registered spans are dropped, not unregistered. */
     m->pinned = m->locked = 0;
+    m->kept = 0; /* the layers' kept blocks are stale here: dropped uncounted (bounce.c) */
     dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
     atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
     dsp_shm_fork_child(m);            /* served memory stays shared with the parent */
@@ -536,7 +551,19 @@ static void deferred_block_free(void *p) {
 static size_t release_pool(struct dsp_manager *m) {
     return dsp_pool_release_until(m, 0);
 }
-static const struct dsp_node_ops node_ops = {release_pool, dsp_trim_unregistered};
+/* A yield request, from the node's timer thread: what dsp_trim gives back,
+ * the registered pool only as far as the layer's yield hook may (block.h). */
+static size_t node_trim(void) {
+    size_t n = dsp_trim_unregistered();
+    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
+    if (layer && layer->yield) n += layer->yield();
+    return n;
+}
+static size_t yieldable(struct dsp_manager *m) {
+    int layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE) != NULL;
+    return m->cached.bytes + m->kept + (layer ? dsp_pool_registered_bytes(m) : 0);
+}
+static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable};
 
 static void init_once(void) {
     size_t ram = dsp_sys_ram();

@@ -29,6 +29,7 @@ struct dsp_manager {
     int shm_fd1, shm_state;
     uint64_t shm_dev, shm_ino;
     size_t pinned, locked; /* see budget.c */
+    size_t kept; /* live blocks layers keep idle for reuse (dsp_block_keep: the bounce pool) */
     size_t budget, cap, pool_max, arena_size;
     size_t auto_cap;                   /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
@@ -129,9 +130,10 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
 #define DSP_PIN_IS_STUCK(rc) ((rc) <= DSP_PIN_STUCK_BASE)
 int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
                           int want_huge);
-/* Unlock, free the memory, PROT_NONE again: 0, or the -errno of the failed
- * mmap (logged with it) when a locked span could not even be unlocked (then
- * it is unchanged and must stay accounted). */
+/* Unlock, free the memory, PROT_NONE again: 0, or -ENOMEM when that would
+ * take the process's maps into the reserve left to the program (maps.c), or
+ * the -errno of the failed mmap (logged with it) when a locked span could not
+ * even be unlocked; in both cases it is unchanged and must stay accounted. */
 int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s);
 /* mlock2(MLOCK_ONFAULT) of a mapped range, the way every block is locked (so
  * that relocked ranges keep merging with their neighbours): 0 or -errno. */
@@ -154,10 +156,13 @@ int dsp_shm_map(struct dsp_manager *m, const struct dsp_span *s);
 void dsp_shm_punch(struct dsp_manager *m, const struct dsp_span *s);
 
 /* maps.c: the process's memory maps (vm.max_map_count). Under mu. */
-/* Room for n more maps that a new pin may add, keeping the reserve left to the
- * program: 0, or -ENOMEM (logged once) when the manager must refuse. */
-int dsp_maps_take(int n);
-void dsp_maps_note(int n);                     /* a drop may have added n maps */
+/* Room for n more maps that a new pin (drop 0) or a drop splitting the mapping
+ * it is in (drop 1) may add, keeping the reserve left to the program: 0, or
+ * -ENOMEM (logged once) when the manager must refuse, or keep the span as it is. */
+int dsp_maps_take(int n, int drop);
+/* The next take counts the maps again: before a trim, which may drop many
+ * spans long after the last count (the program maps too meanwhile). */
+void dsp_maps_recount(void);
 size_t dsp_maps_count(void);                   /* lines of /proc/self/maps, without allocating */
 size_t dsp_maps_max(void);                     /* vm.max_map_count (65530 if unreadable) */
 size_t dsp_maps_reserve(size_t max_map_count); /* maps left to the program */
@@ -190,10 +195,19 @@ void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock);
  * layers' caches and the general pool; bytes released. Takes the lock. */
 size_t dsp_trim_unregistered(void);
 size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_span **out,
-                                 size_t max);
+                                 size_t max, int synced_only);
 void dsp_span_release(struct dsp_manager *m,
                       struct dsp_span *s);      /* uncount, drop, vacate (unregistered first) */
 size_t dsp_pooled_bytes(struct dsp_manager *m); /* both pools */
+/* How much may stay idle, every cache together: DSP_POOL_MAX, or the
+ * process's share of the node cap when smaller. Under mu. */
+size_t dsp_pool_limit(struct dsp_manager *m);
+/* What is idle now against that limit: both pools and the blocks layers keep
+ * (m->kept). Under mu. */
+size_t dsp_pool_idle_bytes(struct dsp_manager *m);
+/* A layer asks to keep a live block of len idle: 1 (counted in m->kept) while
+ * everything idle stays within dsp_pool_limit, else 0. Under mu. */
+int dsp_pool_may_keep(struct dsp_manager *m, size_t len);
 
 /* budget.c */
 void dsp_budget_configure(struct dsp_manager *m);

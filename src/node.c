@@ -505,12 +505,13 @@ size_t dsp_node_pool_max(size_t pool_max) {
 /* Every 50 ms: the pooled figure others read before asking, and their
  * requests answered by giving the pool back (live blocks are never touched).
  * A thread, because the process holding an idle pool is often idle itself (a
- * rank waiting on a collective). Only the unregistered pool: giving back
- * CUDA-registered spans takes driver calls, which a thread of ours must not
- * make (no context current here for the driver API; the runtime's would
- * make one current on this thread and wait for every stream, perhaps inside
- * another thread's graph capture). Registered spans leave the pool by the
- * program's own calls (DSP_POOL_MAX, dsp_trim), and are not offered. */
+ * rank waiting on a collective). The registered pool is offered and given
+ * back too, but only its spans that need no device wait, in the relaxed
+ * capture mode and through the runtime (which makes its context current on
+ * this thread): the CUDA layer's yield hook says why that is safe where a
+ * wait for the device, or the driver API with no context current here, is
+ * not (issue 30: an idle rank's registered pool never yielded). The manager
+ * sets ops->trim and ops->yieldable accordingly. */
 static void *timer_main(void *arg) {
     (void)arg;
     for (unsigned tick = 1;; tick++) {
@@ -523,7 +524,7 @@ static void *timer_main(void *arg) {
             dsp_stat_add(DSP_ST_node_yielded_bytes, n);
         }
         dsp_lock(DSP_MGR_MU); /* the pool's figure is the lock's: read under it */
-        size_t pooled = node.m->cached.bytes;
+        size_t pooled = node.ops->yieldable(node.m);
         /* One fstat, and one fcntl per used slot, once a second; a closed
          * descriptor detaches the process here (reclaim_dead). */
         if (tick % RECLAIM_TICKS == 0 && slot_is_ours()) reclaim_dead();

@@ -38,9 +38,14 @@ void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n);
 struct dsp_node_ops {
     /* Under the mutex: the whole general pool given back; bytes released. */
     size_t (*release_pool)(struct dsp_manager *m);
-    /* Takes the mutex itself: the layers' caches and the general pool
-     * (dsp_trim_unregistered); bytes released. */
+    /* From the timer thread, taking the mutex itself: a yield request
+     * answered: the layers' caches, the general pool and the registered
+     * spans that need no device wait (the CUDA layer's yield hook); bytes
+     * released. */
     size_t (*trim)(void);
+    /* Under the mutex: the pooled bytes the timer's trim can give back (the
+     * figure others read before they ask). */
+    size_t (*yieldable)(struct dsp_manager *m);
 };
 
 /* At initialisation: options read; nothing opened (a process that never

@@ -230,11 +230,39 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
            (shared ? DSP_PIN_SHARED : 0);
 }
 
+/* The maps a drop of s may add: one for each side where the mapping goes on
+ * into a neighbour that is not vacant (a hole in the middle of a mapping
+ * splits it in three). A vacant neighbour is PROT_NONE already and merges with
+ * the drop, and past the arena's ends the mapping ends anyway. An upper bound
+ * (a neighbour with other flags, huge pages or the memfd, is a map of its own)
+ * but for one rare case: a vacant neighbour left mapped by a drop near the
+ * limit (below) does not merge, which costs the reserve at most one map. */
+static int drop_maps(const struct dsp_span *s) {
+    return (s->aprev && s->aprev->state != DSP_SPAN_VACANT) +
+           (s->anext && s->anext->state != DSP_SPAN_VACANT);
+}
+
 int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
+    void *base = (void *)s->base;
+    int splits = drop_maps(s);
+    if (splits && !s->taint && !s->served && dsp_maps_take(splits, 1) != 0) {
+        /* The reserve left to the program is near (issue 30: trims of every
+         * other small block filled vm.max_map_count). Locked, the span stays
+         * pooled: unlocking it splits the mapping as much as a new one does,
+         * and its neighbours' frees merge it into a span that costs fewer
+         * maps to drop. Unlocked, its pages go without touching the mapping
+         * (vacant but readable, as after the ENOMEM below); the next use
+         * maps over it. Spans the program changed (already maps of their
+         * own) and served ones (which no pool of ours may keep once
+         * unregistered) are dropped whatever the count: they are few. */
+        if (s->locked) return -ENOMEM;
+        dsp_shm_punch(m, s);
+        advise(base, s->len, MADV_DONTNEED);
+        s->huge = 0;
+        return 0;
+    }
     /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
      * once, leaving the address space reserved. */
-    void *base = (void *)s->base;
-    dsp_maps_note(2);    /* a hole in the middle of a mapping splits it in three */
     dsp_shm_punch(m, s); /* served memory: its pages out of the file first */
     if (mmap(base, s->len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
              0) != MAP_FAILED) {

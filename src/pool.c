@@ -11,6 +11,7 @@
  * since handing private memory to cudaHostAlloc would make its forks copy
  * (issue 13). */
 #include "manager.h"
+#include "node.h"
 #include "stats.h"
 
 static void publish(struct dsp_manager *m) {
@@ -88,6 +89,28 @@ size_t dsp_pooled_bytes(struct dsp_manager *m) {
     return m->cached.bytes + dsp_pool_registered_bytes(m);
 }
 
+/* The one limit of both pools together, which every check of what may stay
+ * pooled asks: DSP_POOL_MAX, or this process's share of the node cap when
+ * that is smaller (node.c). The registered pool was held to DSP_POOL_MAX
+ * alone, and kept 768 MiB idle under a 1 GiB node cap (issue 30). */
+size_t dsp_pool_limit(struct dsp_manager *m) {
+    return dsp_node_pool_max(m->pool_max);
+}
+
+size_t dsp_pool_idle_bytes(struct dsp_manager *m) {
+    return dsp_pooled_bytes(m) + m->kept;
+}
+
+/* A layer's cache (the libaio bounce pool) keeps a block only within the same
+ * limit; refused, the layer frees it into the general pool, where the pool's
+ * rule (largest first) decides what goes. */
+int dsp_pool_may_keep(struct dsp_manager *m, size_t len) {
+    size_t idle = dsp_pool_idle_bytes(m), limit = dsp_pool_limit(m);
+    if (idle > limit || len > limit - idle) return 0;
+    m->kept += len;
+    return 1;
+}
+
 void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
     int was_locked = s->locked;
     if (dsp_pin_drop(m, s) != 0) { /* still locked (logged): keep it pooled and counted */
@@ -111,19 +134,33 @@ void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
 }
 
 /* Largest first: one big release frees the most memory for one syscall and
- * keeps the many small blocks that are cheap to keep and common to reuse. */
+ * keeps the many small blocks that are cheap to keep and common to reuse.
+ * A span that cannot go (its drop would split a mapping into the maps left
+ * to the program, or the kernel refused) is set aside and the next tried: one
+ * between vacant neighbours splits nothing. The spans set aside go back to
+ * the index at the end, still cached and counted. */
 size_t dsp_pool_release_until(struct dsp_manager *m, size_t cached_max) {
     size_t released = 0;
+    struct dsp_span *kept = NULL;
     while (m->cached.bytes > cached_max) {
         struct dsp_span *s = dsp_bins_largest(&m->cached);
         int was_locked = s->locked;
-        if (dsp_pin_drop(m, s) != 0) break; /* logged; it stays cached and counted */
         dsp_bins_remove(&m->cached, s);
+        if (dsp_pin_drop(m, s) != 0) { /* logged; it stays cached and counted */
+            s->bnext = kept;           /* (out of the index: its links are free) */
+            kept = s;
+            continue;
+        }
         if (s->counted) dsp_budget_release(m, s->len, was_locked);
         s->counted = 0;
         released += s->len;
         dsp_arena_vacate(m, s);
         dsp_stat_add(DSP_ST_pool_releases, 1);
+    }
+    while (kept) {
+        struct dsp_span *s = kept;
+        kept = s->bnext;
+        dsp_bins_insert(&m->cached, s);
     }
     publish(m);
     return released;
@@ -137,16 +174,29 @@ void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock) {
 /* Takes up to max registered pooled spans, those no allocation reuses first,
  * then the largest, while the CUDA pools hold more than keep bytes: the caller unregisters each
  * (outside the lock) and then hands it to dsp_span_release. They are LIVE meanwhile, in no index
- * and not in the registry, so nothing else touches them. */
+ * and not in the registry, so nothing else touches them. synced_only: only spans that need no
+ * device wait (freed by a call that waited, as cudaFreeHost); the others are set aside and stay
+ * pooled. */
 size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_span **out,
-                                 size_t max) {
+                                 size_t max, int synced_only) {
     size_t n = 0;
+    struct dsp_span *kept = NULL;
     while (n < max && dsp_pool_registered_bytes(m) > keep) {
         struct dsp_bins *b = m->cuda_private.bytes ? &m->cuda_private : &m->cuda_cached;
         struct dsp_span *s = dsp_bins_largest(b);
         dsp_bins_remove(b, s);
+        if (synced_only && s->unsynced) {
+            s->bnext = kept; /* (out of the index: its links are free) */
+            kept = s;
+            continue;
+        }
         s->state = DSP_SPAN_LIVE;
         out[n++] = s;
+    }
+    while (kept) {
+        struct dsp_span *s = kept;
+        kept = s->bnext;
+        dsp_bins_insert(dsp_pool_bins(m, s), s);
     }
     publish(m);
     return n;

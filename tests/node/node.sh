@@ -181,6 +181,59 @@ node_idle_pool_yields)
   touch "$stop"
   wait
   ;;
+node_cuda_pool_yields_to_the_node_cap)
+  # Regression (issue 30): a CUDA rank's cudaHostAlloc(768 MiB) freed with
+  # cudaFreeHost stays registered in the shim's pool; the rank then idles
+  # (its runtime's thread and the ledger's timer only). Another rank's
+  # 768 MiB under a 1 GiB node cap was refused after 5 s while the idle one
+  # held VmLck 768 MiB: the timer gave back the unregistered pool only. Its
+  # registered spans freed by cudaFreeHost (the device waited for) yield
+  # within the wait, unregistered with the driver first, as the plain pool's.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
+  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
+  p=$!
+  wait_for "$top/out.p" '^pooled'
+  sleep 0.5 # its timer publishes the pooled figure every 50 ms
+  [ "$(vmlck_kb $p)" -ge $((768 * 1024)) ] || fail "the CUDA rank's pool is not locked: $(vmlck_kb $p) kB"
+  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
+    fail "the idle CUDA pool did not yield: $(cat "$top/out.q"); VmLck of the idle rank $(vmlck_kb $p) kB"
+  echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
+  [ "$(vmlck_kb $p)" -lt 1024 ] || fail "the idle rank still locks $(vmlck_kb $p) kB"
+  touch "$stop"
+  wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
+  grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered with the driver once: $(cat "$top/out.p")"
+  # The same while the idle rank's own thread holds a graph capture in the
+  # global mode: the timer's calls (relaxed) are not refused for it, and
+  # leave it valid.
+  rm -f "$stop"
+  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" capture >"$top/out.c" 2>"$top/err.c" &
+  p=$!
+  wait_for "$top/out.c" '^pooled'
+  sleep 0.5
+  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.r" 2>"$top/err.r" ||
+    fail "the idle CUDA pool did not yield during a capture: $(cat "$top/out.r")"
+  touch "$stop"
+  wait $p || fail "the capturing CUDA rank: $(cat "$top/out.c")"
+  grep -q '^capture 0$' "$top/out.c" || fail "the yield broke the rank's capture: $(cat "$top/out.c")"
+  grep -q '^unregistered 1$' "$top/out.c" || fail "not unregistered during the capture: $(cat "$top/out.c")"
+  ;;
+node_cuda_pool_held_to_the_node_share)
+  # Regression (issue 30): the registered pool was held to DSP_POOL_MAX alone,
+  # where the plain pool keeps at most the process's share of the node cap
+  # (cap / users). With another rank in the ledger, a cudaFreeHost'd 768 MiB
+  # block is over the 512 MiB share: unregistered and given back at the free.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
+  LD_PRELOAD="$lib" "$prog" hold 16 16 "$stop" >"$top/out.h" 2>"$top/err.h" &
+  wait_for "$top/out.h" '^pinned 16'
+  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
+  p=$!
+  wait_for "$top/out.p" '^pooled'
+  [ "$(vmlck_kb $p)" -lt 1024 ] || fail "the CUDA rank pools $(vmlck_kb $p) kB over its share"
+  touch "$stop"
+  wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
+  grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered at the free: $(cat "$top/out.p")"
+  wait
+  ;;
 node_single_threaded_process_starts_no_timer)
   # Regression: the ledger's timer thread, started at the first pin, ended
   # glibc's single-thread lock shortcut (the pool cycle 1.19-1.53x slower).
