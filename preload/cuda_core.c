@@ -136,6 +136,18 @@ static void forget_error(const struct dsp_cuda_api *a, int rc) {
 }
 
 /* Registers a block's whole span with the driver. 0 or the error. */
+/* The device the program registers on (the runtime's current device on the
+ * registering thread, a runtime call that makes no context: the registration
+ * made one already), for the node timer's calls (layer_yield); -1 until a
+ * registration. */
+static _Atomic int program_device = -1;
+
+static void note_device(const struct dsp_cuda_api *a) {
+    int d;
+    if (a->get_device && DSP_CUDA_OUT(a->get_device(&d)) == DSP_CU_SUCCESS)
+        atomic_store_explicit(&program_device, d, memory_order_relaxed);
+}
+
 static int register_block(const struct dsp_cuda_api *a, uintptr_t base, size_t span_len,
                           unsigned user) {
     int rc = a->reg((void *)base, span_len, REGISTER_FLAGS);
@@ -150,6 +162,7 @@ static int register_block(const struct dsp_cuda_api *a, uintptr_t base, size_t s
     }
     dsp_stat_add(DSP_ST_cuda_registrations, 1);
     dsp_block_set_registered(base, user);
+    note_device(a);
     return DSP_CU_SUCCESS;
 }
 
@@ -267,6 +280,16 @@ static size_t layer_trim(void) {
 static size_t layer_yield(void) {
     const struct dsp_cuda_api *a = any_serving();
     if (!a || !ready(a)) return 0;
+    /* The runtime's first call on a thread works on device 0, and makes its
+     * primary context if the program never used device 0: hundreds of MiB
+     * of GPU 0 in every rank of a node that runs one rank a GPU (regression:
+     * node_cuda_yield_makes_no_context_on_another_device). The timer's
+     * thread is set to the device the program registers on first, whose
+     * context exists; until one is known the spans stay. */
+    if (a->set_device) {
+        int d = atomic_load_explicit(&program_device, memory_order_relaxed);
+        if (d < 0 || DSP_CUDA_OUT(a->set_device(d)) != DSP_CU_SUCCESS) return 0;
+    }
     int mode = relax(a);
     size_t n = evict(a, DSP_EVICT_SYNCED);
     unrelax(a, mode);

@@ -40,6 +40,11 @@ struct dsp_cuda_api {
      * a new block (its registration would fail, 201) nor evicts (an
      * unregister would fail, and the span be kept out of use for good). */
     int (*ready)(void);
+    /* The runtime's: the calling thread's device, and setting it on a thread
+     * of the shim's before its first call (NULL: the driver API, whose
+     * context is the caller's). */
+    int (*get_device)(int *d);
+    int (*set_device)(int d);
     int no_driver_a, no_driver_b; /* codes meaning no usable driver or device */
 };
 

@@ -30,6 +30,8 @@ static struct {
     cudaError_t (*DeviceSynchronize)(void);
     cudaError_t (*GetLastError)(void);
     cudaError_t (*ExchangeCaptureMode)(int *); /* optional: CUDA 10.1+ */
+    cudaError_t (*GetDevice)(int *);
+    cudaError_t (*SetDevice)(int);
     cudaError_t (*GetDriverEntryPoint)(const char *, void **, unsigned long long, void *);
     cudaError_t (*GetDriverEntryPointByVersion)(const char *, void **, unsigned, unsigned long long,
                                                 void *);
@@ -49,6 +51,8 @@ static const struct dsp_sym syms[] = {
     SYM(DeviceSynchronize, "cudaDeviceSynchronize", 1),
     SYM(GetLastError, "cudaGetLastError", 1),
     SYM(ExchangeCaptureMode, "cudaThreadExchangeStreamCaptureMode", 0),
+    SYM(GetDevice, "cudaGetDevice", 0),
+    SYM(SetDevice, "cudaSetDevice", 0),
     SYM(GetDriverEntryPoint, "cudaGetDriverEntryPoint", 0),
     SYM(GetDriverEntryPointByVersion, "cudaGetDriverEntryPointByVersion", 0),
     {NULL, NULL, 0},
@@ -88,6 +92,12 @@ static int do_sync(void) {
 static int do_exchange(int *mode) {
     return CALL_REAL(ExchangeCaptureMode, "cudaThreadExchangeStreamCaptureMode", mode);
 }
+static int do_get_device(int *d) {
+    return CALL_REAL(GetDevice, "cudaGetDevice", d);
+}
+static int do_set_device(int d) {
+    return CALL_REAL(SetDevice, "cudaSetDevice", d);
+}
 static void do_forget(void) {
     if (real.GetLastError) DSP_CUDA_OUT(real.GetLastError());
 }
@@ -105,6 +115,10 @@ static struct dsp_cuda_api api = {
 
 static int start(void) {
     if (real.ExchangeCaptureMode) api.exchange_mode = do_exchange;
+    if (real.GetDevice && real.SetDevice) {
+        api.get_device = do_get_device;
+        api.set_device = do_set_device;
+    }
     return dsp_cuda_start(&api, DSP_CUDA_RUNTIME);
 }
 

@@ -16,6 +16,7 @@ int fakecuda_count(const char *name); /* calls that reached the double */
 int fakecuda_kind(const void *p);     /* 0 unknown, 1 cudaHostAlloc memory, 2 registered */
 void fakecuda_call_back_on_register(const void *q); /* fake_cudart.c */
 int fakecuda_called_back(void);
+unsigned fakecuda_contexts(void); /* devices whose primary context the runtime made (a mask) */
 
 struct attrs24 {
     int type, device;

@@ -45,9 +45,17 @@
  * successful registration, before it returns, asks
  * cudaPointerGetAttributes(q) on another thread, resolved with
  * dlsym(RTLD_DEFAULT) so a preloaded shim's hook answers, and joins it).
- * FAKECUDA_SYNC_FAIL=1: cudaDeviceSynchronize reports 999. */
+ * FAKECUDA_SYNC_FAIL=1: cudaDeviceSynchronize reports 999.
+ * FAKECUDA_DEVICES=N (1 to 8, default 1): the devices cudaGetDeviceCount
+ * reports and cudaSetDevice takes. As the real runtime (CUDA 12+), a thread
+ * works on device 0 until it calls cudaSetDevice, and the first call that
+ * needs a context on a device makes that device's primary context (on a
+ * real GPU: hundreds of MiB of its memory); fakecuda_contexts() is the mask
+ * of the devices that got one. All share the driver double's one context. */
 #include "fake_cudart.h"
 #include "fake_cuda.h"
+
+#include <stdatomic.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -138,7 +146,19 @@ static struct driver {
     int ok;
 } drv;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static __thread int ctx_current; /* this thread has the primary context current */
+static __thread int ctx_current;   /* this thread has the primary context current */
+static __thread int thread_device; /* cudaSetDevice's; 0 until then */
+static _Atomic unsigned contexts;  /* devices whose primary context was made */
+
+static int devices(void) {
+    const char *v = getenv("FAKECUDA_DEVICES");
+    int n = v ? atoi(v) : 1;
+    return n < 1 ? 1 : n > 8 ? 8 : n;
+}
+
+unsigned fakecuda_contexts(void) {
+    return atomic_load(&contexts);
+}
 
 /* dlopen("libcuda.so.1") as the runtime does. Where that finds nothing
  * because the search did not start from this library (a sanitizer's dlopen
@@ -196,7 +216,10 @@ static void load(void) {
 static const struct driver *driver(void) {
     pthread_once(&once, load);
     if (!drv.ok) return NULL;
-    if (!ctx_current && drv.CtxSetCurrent(drv.ctx) == CUDA_SUCCESS) ctx_current = 1;
+    if (!ctx_current && drv.CtxSetCurrent(drv.ctx) == CUDA_SUCCESS) {
+        ctx_current = 1;
+        atomic_fetch_or(&contexts, 1u << thread_device);
+    }
     return &drv;
 }
 
@@ -351,17 +374,21 @@ int cudaFree(void *p) {
 
 int cudaGetDeviceCount(int *n) {
     if (!n) return ret(1);
-    *n = 1;
+    *n = devices();
     return 0;
 }
 
+/* CUDA 12+: the device's primary context is made here, if it was not. */
 int cudaSetDevice(int d) {
-    return d == 0 ? 0 : ret(101 /* cudaErrorInvalidDevice */);
+    if (d < 0 || d >= devices()) return ret(101 /* cudaErrorInvalidDevice */);
+    thread_device = d;
+    ctx_current = 0; /* the next call makes it current (one context in the driver double) */
+    return driver() ? 0 : ret(NO_DRIVER);
 }
 
 int cudaGetDevice(int *d) {
     if (!d) return ret(1);
-    *d = 0;
+    *d = thread_device;
     return 0;
 }
 

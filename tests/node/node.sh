@@ -181,6 +181,24 @@ node_idle_pool_yields)
   touch "$stop"
   wait
   ;;
+node_cuda_yield_makes_no_context_on_another_device)
+  # Regression (review of issue 30's change): the timer's runtime calls ran
+  # on device 0, the runtime's default for a new thread, and made device 0's
+  # primary context in a rank that works on device 1 (hundreds of MiB of
+  # GPU 0 in every rank of a node on real GPUs). They run on the device the
+  # program registers on.
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G FAKECUDA_DEVICES=2
+  NODE_CUDA_DEVICE=1 LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
+  p=$!
+  wait_for "$top/out.p" '^pooled'
+  sleep 0.5
+  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
+    fail "the idle CUDA pool did not yield: $(cat "$top/out.q")"
+  touch "$stop"
+  wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
+  grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered once: $(cat "$top/out.p")"
+  grep -q '^contexts 2$' "$top/out.p" || fail "a context on a device the program never used: $(cat "$top/out.p")"
+  ;;
 node_cuda_pool_yields_to_the_node_cap)
   # Regression (issue 30): a CUDA rank's cudaHostAlloc(768 MiB) freed with
   # cudaFreeHost stays registered in the shim's pool; the rank then idles

@@ -7,13 +7,17 @@
  *       STOP exists and prints "unregistered N" (the double's
  *       cudaHostUnregister calls so far); capture: idles inside a stream
  *       capture of the global mode, ended at STOP ("capture RC": 901 when
- *       another call invalidated it). */
+ *       another call invalidated it). With NODE_CUDA_DEVICE=N the program
+ *       works on device N (cudaSetDevice first, as a rank of a job with one
+ *       rank a GPU) and prints "contexts MASK" at the end: the devices whose
+ *       primary context the runtime made (FAKECUDA_DEVICES). */
 #include "cuda_test.h"
 
 #include <pthread.h>
 #include <unistd.h>
 
 int cudaStreamCreate(void **s);
+int cudaSetDevice(int d);
 int cudaStreamBeginCapture(void *s, int mode);
 int cudaStreamEndCapture(void *s, void **graph);
 
@@ -27,6 +31,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: node_cuda pool MB STOP [capture]\n");
         return 2;
     }
+    const char *dev = getenv("NODE_CUDA_DEVICE");
+    if (dev) CHECK(cudaSetDevice(atoi(dev)) == cudaSuccess);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, idle, NULL) == 0);
     void *p = NULL;
@@ -42,5 +48,6 @@ int main(int argc, char **argv) {
     while (access(argv[3], F_OK) != 0) usleep(10 * 1000);
     if (capture) printf("capture %d\n", cudaStreamEndCapture(s, &g));
     printf("unregistered %d\n", fakecuda_count("cudaHostUnregister"));
+    if (dev) printf("contexts %u\n", fakecuda_contexts());
     return 0;
 }
