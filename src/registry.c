@@ -10,9 +10,10 @@
  *   nodes as inner nodes, and none is returned to the kernel, so any pointer a
  *   reader picks up, however stale, points at a node of the type it expects
  *   (each node also carries its type, checked on the way down);
- * - every field a reader looks at is read and written with relaxed atomics, so
- *   a torn or stale value is only ever a wrong value, never undefined
- *   behaviour, and counts and indices are clamped before use;
+ * - every field a reader looks at is read and written with relaxed atomics
+ *   (but the keys of the counting scan, read plainly so that it vectorises:
+ *   upper_bound), so a torn or stale value is only ever a wrong value, and
+ *   counts and indices are clamped before use;
  * - the reader validates the sequence counter before trusting its answer.
  * Writers are serialised by a mutex and change fields one atomic store at a
  * time between the two increments of the counter. */
