@@ -72,15 +72,19 @@ static void check_memlock(void) {
              dsp_fmt_bytes(a, sizeof a, lim));
 }
 
+/* The machine as the library reads it at its first pin (plan.h). */
+static struct dsp_machine machine;
+
 static void check_budget(void) {
     char a[32], b[32], c[32];
     extern char **environ;
-    dsp_config_load(environ, dsp_cgroup_ram()); /* the library's own reading of DSP_* */
+    dsp_machine_read(&machine);
+    dsp_config_load(environ, machine.mem); /* the library's own reading of DSP_* */
     struct dsp_budget_plan p;
-    dsp_budget_plan(&p); /* and its own arithmetic */
+    dsp_budget_plan(&machine, &p); /* and its own arithmetic */
     line(p.budget ? "OK" : "WARN", "budget",
          "RAM %s; pins up to %s (%s), pools up to %s (DSP_POOL_MAX)",
-         dsp_fmt_bytes(a, sizeof a, dsp_sys_ram()), dsp_fmt_bytes(b, sizeof b, p.budget), p.why,
+         dsp_fmt_bytes(a, sizeof a, machine.ram), dsp_fmt_bytes(b, sizeof b, p.budget), p.why,
          dsp_fmt_bytes(c, sizeof c, p.pool_max));
 }
 
@@ -88,8 +92,8 @@ static void check_budget(void) {
 static void check_node(void) {
     char a[32], b[32], c[32];
     struct dsp_node_plan p;
-    dsp_node_plan(&p);          /* after check_budget's dsp_config_load */
-    char key[4 * sizeof p.key]; /* the program's own DSP_NODE_KEY may hold anything */
+    dsp_node_plan(&machine, &p); /* after check_budget's dsp_config_load */
+    char key[4 * sizeof p.key];  /* the program's own DSP_NODE_KEY may hold anything */
     node_key_text(p.key, key, sizeof key);
     if (!p.on) {
         line("OK", "node ledger",

@@ -2,14 +2,22 @@
  * the core without them, so each test starts from a clean manager). */
 #include "manager.h"
 #include "stats.h"
+#include "sys.h"
 
 void dsp_malloc_init(void); /* malloc.c */
 
 __attribute__((constructor)) static void dsp_preload_init(void) {
+    dsp_sys_in_constructor(1); /* the pid is known (sys.h) */
     dsp_ensure_init();
     dsp_malloc_init();
+    dsp_sys_in_constructor(0);
 }
 
 __attribute__((destructor)) static void dsp_preload_fini(void) {
-    if (atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) dsp_stats_at_exit();
+    if (atomic_load_explicit(&dsp_init_state, memory_order_acquire) != 2) return;
+    /* The budget is planned at the first pin: a process that used the shim
+     * without pinning (fallbacks, libaio passed through) plans it now, for
+     * the summary's figure. */
+    if (dsp_stats_due_at_exit() && !dsp_reentered()) dsp_plan();
+    dsp_stats_at_exit();
 }

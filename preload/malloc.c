@@ -19,6 +19,7 @@
 #include "log.h"
 #include "malloc_rules.h"
 #include "manager.h"
+#include "sys.h"
 #include "stats.h"
 
 #include <dlfcn.h>
@@ -95,12 +96,15 @@ static void configure(void) {
      * child forked while a thread of its parent was deciding (that thread is
      * not in the child) takes the work over, exactly one of its threads;
      * else hints would stay off there and every allocation take the slow path. */
-    pid_t me = getpid(), owner = 0;
+    pid_t me = dsp_sys_pid(), owner = 0;
     if (!atomic_compare_exchange_strong(&config_owner, &owner, me) &&
         (owner == me || !atomic_compare_exchange_strong(&config_owner, &owner, me)))
         return;
     size_t min = (size_t)dsp_opt(DSP_OPT_MALLOC_MIN), g = SIZE_MAX;
     if (min != DSP_SIZE_AUTO) {
+        /* A share (25%) is of the memory the plan reads: made now, where
+         * hints are on and the process is about to pin. */
+        if (dsp_cfg.share[DSP_OPT_MALLOC_MAX] != DSP_NO_SHARE) dsp_plan();
         size_t max = (size_t)dsp_opt(DSP_OPT_MALLOC_MAX);
         hint_max = max == DSP_SIZE_AUTO ? SIZE_MAX : max;
         int dropped;

@@ -19,14 +19,15 @@
 
 void dsp_budget_configure(struct dsp_manager *m) {
     struct dsp_budget_plan p;
-    dsp_budget_plan(&p);
-    char a[32], b[32];
+    dsp_budget_plan(&m->machine, &p);
+    char a[32], b[32], c[32];
+    dsp_fmt_bytes(c, sizeof c, p.pool_max);
     if (p.budget < p.cap)
         dsp_info("budget %s: RLIMIT_MEMLOCK without CAP_IPC_LOCK (raise with `ulimit -l "
-                 "unlimited`); CUDA-registered blocks up to %s",
-                 dsp_fmt_bytes(a, sizeof a, p.budget), dsp_fmt_bytes(b, sizeof b, p.cap));
+                 "unlimited`); CUDA-registered blocks up to %s; pool %s",
+                 dsp_fmt_bytes(a, sizeof a, p.budget), dsp_fmt_bytes(b, sizeof b, p.cap), c);
     else
-        dsp_info("budget %s: %s", dsp_fmt_bytes(a, sizeof a, p.budget), p.why);
+        dsp_info("budget %s: %s; pool %s", dsp_fmt_bytes(a, sizeof a, p.budget), p.why, c);
     m->budget = p.budget;
     m->cap = p.cap;
     m->pool_max = p.pool_max;

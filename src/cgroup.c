@@ -173,6 +173,13 @@ size_t dsp_cgroup_ram(void) {
 static struct dsp_cgroup last;
 static long looked_s = -1;
 
+void dsp_cgroup_seed(const struct dsp_cgroup *cg) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    last = *cg;
+    looked_s = (long)now.tv_sec;
+}
+
 int dsp_cgroup_refuses(size_t len) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &now);

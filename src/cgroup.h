@@ -36,7 +36,8 @@ int dsp_cgroup_query(struct dsp_cgroup *out);
 
 /* RAM, or the memory cgroup's room when that is smaller: the memory this
  * process's machine has, of which DSP_* shares (50%) and the auto budget are
- * taken. Read at start-up. */
+ * taken (`dspreload doctor` and `dspreload env`; the library reads it with the
+ * rest of the machine at its first pin, plan.h). */
 size_t dsp_cgroup_ram(void);
 
 /* For a new block of len bytes about to be populated, under the manager's
@@ -46,5 +47,9 @@ size_t dsp_cgroup_ram(void);
  * in between only the tightest level's limit and usage, and nothing where no
  * level has a limit. */
 int dsp_cgroup_refuses(size_t len);
+/* Under the manager's mutex: cg, read just now (with SIZE_MAX limit and room
+ * when no memory cgroup was found), is dsp_cgroup_refuses's whole look, so
+ * the first pin does not read every level a second time. */
+void dsp_cgroup_seed(const struct dsp_cgroup *cg);
 
 #endif

@@ -77,8 +77,15 @@ static int parse_mode(const char *t, long long *out) {
     return 0;
 }
 
-/* "64G", "1.5T", "512m", "4096", "64GiB", "50%" (share of ram when allowed). */
-static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) {
+/* A share of n bytes: share is in billionths of a percent. */
+static size_t share_of(size_t n, uint64_t share) {
+    return (size_t)((unsigned __int128)n * share / 100000000000ull);
+}
+
+/* "64G", "1.5T", "512m", "4096", "64GiB", "50%" (share of ram when allowed;
+ * *share, when not NULL, gets it in billionths of a percent, else
+ * DSP_NO_SHARE). */
+static int parse_size(const char *t, int allow_pct, size_t ram, long long *out, uint64_t *share) {
     unsigned long long whole = 0, frac = 0, frac_div = 1;
     const char *p = t;
     if (*p < '0' || *p > '9') return -EINVAL;
@@ -93,9 +100,12 @@ static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) 
             if (frac_div < 1000000000ull) frac = frac * 10 + (unsigned)(*p - '0'), frac_div *= 10;
     }
     unsigned __int128 v;
+    uint64_t pct = DSP_NO_SHARE;
     if (*p == '%') {
         if (!allow_pct || p[1] || whole > 100 || (whole == 100 && frac)) return -EINVAL;
-        v = ((unsigned __int128)ram * whole + (unsigned __int128)ram * frac / frac_div) / 100;
+        /* frac_div divides 10^9: exact, and the same floor as ram * whole.frac / 100 */
+        pct = whole * 1000000000ull + frac * (1000000000ull / frac_div);
+        v = share_of(ram, pct);
     } else {
         unsigned shift = 0;
         switch (lower(*p)) {
@@ -132,10 +142,12 @@ static int parse_size(const char *t, int allow_pct, size_t ram, long long *out) 
     }
     if (v >= (unsigned __int128)DSP_SIZE_OFF || v > (unsigned __int128)INT64_MAX) return -EINVAL;
     *out = (long long)v;
+    if (share) *share = pct;
     return 0;
 }
 
-int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out) {
+static int parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out,
+                 uint64_t *share) {
     const struct dsp_opt_desc *d = &dsp_opt_desc[id];
     switch (d->type) {
     case DSP_T_BOOL:
@@ -161,9 +173,28 @@ int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long
             *out = (long long)DSP_SIZE_OFF;
             return 0;
         }
-        return parse_size(text, strchr(d->forms, '%') != NULL, ram, out);
+        return parse_size(text, strchr(d->forms, '%') != NULL, ram, out, share);
     }
     return -EINVAL;
+}
+
+int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out) {
+    return parse(id, text, ram, out, NULL);
+}
+
+/* A value parsed, recorded with its share (50%) if it is one. */
+static int load_value(enum dsp_opt_id id, const char *text, size_t ram) {
+    long long v;
+    uint64_t share = DSP_NO_SHARE;
+    int rc = parse(id, text, ram, &v, &share);
+    if (rc == 0) dsp_cfg.val[id] = v, dsp_cfg.share[id] = share;
+    return rc;
+}
+
+void dsp_config_set_memory(size_t mem) {
+    for (int i = 0; i < DSP_OPT_COUNT; i++)
+        if (dsp_cfg.share[i] != DSP_NO_SHARE)
+            dsp_cfg.val[i] = (long long)share_of(mem, dsp_cfg.share[i]);
 }
 
 /* Levenshtein distance of two short names, capped at 31 characters. */
@@ -202,10 +233,10 @@ const char *dsp_config_closest(const char *name) {
 }
 
 static void set_default(enum dsp_opt_id id, size_t ram) {
-    long long v = 0;
-    int rc = dsp_config_parse(id, dsp_opt_desc[id].def, ram, &v);
+    dsp_cfg.val[id] = 0;
+    dsp_cfg.share[id] = DSP_NO_SHARE;
+    int rc = load_value(id, dsp_opt_desc[id].def, ram);
     (void)rc; /* defaults are checked by the unit tests */
-    dsp_cfg.val[id] = v;
 }
 
 /* A value that only turns something off: 0 for a switch, the word off or
@@ -262,13 +293,11 @@ void dsp_config_load_as(char *const *env, size_t ram, int secure) {
                                              "%s%s", n_ignored ? ", " : "", d->name);
             continue;
         }
-        long long v;
-        if (dsp_config_parse((enum dsp_opt_id)id, value, ram, &v) != 0) {
+        if (load_value((enum dsp_opt_id)id, value, ram) != 0) {
             dsp_warn("%s=%s is not valid (accepted: %s); using the default %s", d->name, value,
                      d->forms, d->def[0] ? d->def : "(empty)");
             continue;
         }
-        dsp_cfg.val[id] = v;
         char *str = id == DSP_OPT_STATS_FILE    ? dsp_cfg.stats_file
                     : id == DSP_OPT_MALLOC_FROM ? dsp_cfg.malloc_from
                     : id == DSP_OPT_NODE_KEY    ? dsp_cfg.node_key

@@ -3,6 +3,7 @@
 #define DSP_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum dsp_opt_type {
     DSP_T_BOOL,
@@ -51,8 +52,12 @@ extern const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT];
 /* "off" for a SIZE option whose default is auto and whose forms name off. */
 #define DSP_SIZE_OFF     ((size_t)-2)
 #define DSP_NODE_KEY_MAX 160
+/* What a size given as a share of memory (50%) holds in dsp_cfg.share when
+ * it is not one. */
+#define DSP_NO_SHARE UINT64_MAX
 struct dsp_config {
     long long val[DSP_OPT_COUNT];
+    uint64_t share[DSP_OPT_COUNT]; /* a share's billionths of a percent, or DSP_NO_SHARE */
     char stats_file[4096];
     char malloc_from[1024];
     char node_key[DSP_NODE_KEY_MAX];
@@ -65,12 +70,18 @@ static inline long long dsp_opt(enum dsp_opt_id id) {
 
 /* Parses `environ` (or the given NULL-terminated list) into dsp_cfg: bad values
  * are reported by name with the accepted forms and keep the default; unknown
- * DSP_* names are reported with the closest known one. ram is the RAM size that
- * percentages refer to. Under secure execution (AT_SECURE) only off switches
+ * DSP_* names are reported with the closest known one. ram is the memory that
+ * shares (50%) are of; the library passes 0 at start-up, where it is not read
+ * yet (issue 29: most processes never pin), and sets it at the first pin with
+ * dsp_config_set_memory. Under secure execution (AT_SECURE) only off switches
  * are honoured, every other DSP_* variable ignored with one warning. */
 void dsp_config_load(char *const *env, size_t ram);
 /* The same, secure execution given (tests). */
 void dsp_config_load_as(char *const *env, size_t ram, int secure);
+
+/* Every size given as a share (50%, or a default such as DSP_POOL_MAX's 10%)
+ * taken again of mem bytes. */
+void dsp_config_set_memory(size_t mem);
 
 /* One value, as config_load would parse it: 0 on success, -EINVAL if invalid. */
 int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out);

@@ -43,6 +43,10 @@ struct dsp_manager {
     /* The program's mlockall(MCL_FUTURE) is in force: every PROT_NONE mapping
      * the manager makes is locked by the kernel and needs a munlock. */
     _Atomic int lock_future;
+    /* The machine was read and the budget planned (dsp_plan): at the first
+     * pin, not at start-up. */
+    _Atomic int planned;
+    struct dsp_machine machine;
 };
 
 extern struct dsp_manager dsp_mgr;
@@ -68,6 +72,14 @@ static inline int dsp_ensure_init(void) {
     return DSP_LIKELY(atomic_load_explicit(&dsp_init_state, memory_order_acquire) == 2) ||
            dsp_init_slow();
 }
+
+/* The plan made at the first pin: the machine read (plan.h), the options'
+ * shares, the arena's size and the budget. dsp_plan_locked under mu;
+ * dsp_plan takes it (the statistics and the exit summary show the budget
+ * of a process that has not pinned yet). Once a process; a fork child keeps
+ * its parent's. */
+void dsp_plan_locked(void);
+void dsp_plan(void);
 
 /* 1 when p lies in the arena, else 0. Two loads and a compare: free() runs
  * this on every pointer. */

@@ -83,20 +83,17 @@ void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n) {
     dsp_fmt(out, cap, "cgroup:%s", dir);
 }
 
-void dsp_node_default_key(char *out, size_t cap) {
-    struct dsp_cgroup cg;
-    if (dsp_cgroup_query(&cg) == 0 && cg.file[0]) {
-        const char *slash = strrchr(cg.file, '/');
-        dsp_node_cgroup_key(out, cap, cg.file, slash ? (size_t)(slash - cg.file) : strlen(cg.file));
+void dsp_node_default_key(const struct dsp_machine *mc, char *out, size_t cap) {
+    if (mc->cg_found && mc->cg.file[0]) {
+        const char *slash = strrchr(mc->cg.file, '/');
+        dsp_node_cgroup_key(out, cap, mc->cg.file,
+                            slash ? (size_t)(slash - mc->cg.file) : strlen(mc->cg.file));
         return;
     }
     /* No limit anywhere: the memory controller's line of /proc/self/cgroup
      * (v1), else the unified one (v2, "0::"). */
-    char text[4096], path[256];
-    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0 &&
-        (dsp_cgroup_path(text, "memory", path, sizeof path) ||
-         dsp_cgroup_path(text, "", path, sizeof path))) {
-        dsp_node_cgroup_key(out, cap, path, strlen(path));
+    if (mc->cg_path[0]) {
+        dsp_node_cgroup_key(out, cap, mc->cg_path, strlen(mc->cg_path));
         return;
     }
     dsp_fmt(out, cap, "node");
@@ -109,30 +106,30 @@ _Static_assert(sizeof "key:" - 1 + DSP_NODE_KEY_MAX <= DSP_LEDGER_KEY_MAX &&
                    DSP_LEDGER_KEY_MAX <= sizeof((struct dsp_node_plan *)0)->key,
                "DSP_NODE_KEY fits the ledger's key");
 
-void dsp_node_plan(struct dsp_node_plan *p) {
+void dsp_node_plan(const struct dsp_machine *mc, struct dsp_node_plan *p) {
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
     p->on = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF;
     p->explicit_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF;
     struct dsp_budget_plan b; /* auto: the process's own auto cap, from one place */
-    dsp_budget_plan(&b);
+    dsp_budget_plan(mc, &b);
     p->cap = p->explicit_cap ? opt : b.auto_cap;
     p->why = p->explicit_cap ? "DSP_NODE_MAX_PINNED" : b.auto_why;
     if (dsp_cfg.node_key[0])
         dsp_fmt(p->key, sizeof p->key, "key:%s", dsp_cfg.node_key);
     else
-        dsp_node_default_key(p->key, sizeof p->key);
+        dsp_node_default_key(mc, p->key, sizeof p->key);
     dsp_ledger_path(p->path, sizeof p->path, "/dev/shm", (unsigned)geteuid(), p->key);
 }
 
-/* Only the options: the key and the cap need the memory cgroup's files,
- * read at the first pin, so a process that never pins (a shell under a
- * launcher) pays nothing for the ledger. */
+/* Only the options: the key and the cap need the memory cgroup's files
+ * (and a cap given as a share, the memory it is of), read at the first pin,
+ * so a process that never pins (a shell under a launcher) pays nothing for
+ * the ledger. */
 void dsp_node_configure(struct dsp_manager *m, const struct dsp_node_ops *ops) {
     node.m = m;
     node.ops = ops;
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
     node.state = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF ? 0 : -1;
-    node.own_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF ? opt : UINT64_MAX;
     node.wait_ms = (unsigned)dsp_opt(DSP_OPT_NODE_WAIT);
     node.rank = env_int("RANK", "SLURM_PROCID");
     node.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID");
@@ -150,14 +147,6 @@ static uint64_t cap_of(const struct dsp_ledger_map *m) {
 
 static uint64_t cap_now(void) {
     return cap_of(node.c.map);
-}
-
-/* The pid the program started (or exec'd) as: a process that joins with
- * another pid is a fork child, even where the fork handlers were not
- * installed yet (a parent that had not used the shim when it forked). */
-static pid_t loaded_pid;
-__attribute__((constructor)) static void node_loaded(void) {
-    loaded_pid = getpid();
 }
 
 /* The timer only once the process has a second thread: in a single-threaded
@@ -225,11 +214,16 @@ static void want_timer(void) {
  * always holds exactly what the manager counts as pinned. 0, or the ledger's
  * -errno (logged: the process budgets alone). */
 static int join(void) {
-    if (getpid() != loaded_pid) node.forked = 1;
+    /* The pid the program started (or exec'd) as: a process that joins with
+     * another pid is a fork child, even where the fork handlers were not
+     * installed yet (a parent that had not used the shim when it forked). */
+    if (getpid() != dsp_loaded_pid) node.forked = 1;
     struct dsp_node_plan p;
-    dsp_node_plan(&p);
+    dsp_node_plan(&node.m->machine, &p); /* the manager's plan read the machine (manager.c) */
+    size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
+    node.own_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF ? opt : UINT64_MAX;
     /* auto: exactly what the process's own cap is for DSP_MAX_PINNED=auto,
-     * taken at start-up (one process alone keeps the budget it had before
+     * planned with the budget (one process alone keeps the budget it had before
      * the ledger), never an explicit DSP_MAX_PINNED: that one caps the
      * process, and must not become the cap of every other one (regression:
      * a test's DSP_MAX_PINNED=4M capped the whole node, and the refusals

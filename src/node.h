@@ -22,12 +22,12 @@ struct dsp_node_plan {
     char key[200];
     char path[128];
 };
-void dsp_node_plan(struct dsp_node_plan *p);
+void dsp_node_plan(const struct dsp_machine *mc, struct dsp_node_plan *p);
 /* The key without DSP_NODE_KEY: "cgroup:" and the directory of the memory
  * cgroup level that limits the process (the ranks of a job share it even
  * where each task has a cgroup of its own below it, Slurm's task_N), or its
  * own cgroup where no level has a limit, or "node". */
-void dsp_node_default_key(char *out, size_t cap);
+void dsp_node_default_key(const struct dsp_machine *mc, char *out, size_t cap);
 /* "cgroup:" and the first n bytes of path, or, too long, its head and the
  * hash of all of it: never a key cut into another cgroup's. */
 void dsp_node_cgroup_key(char *out, size_t cap, const char *path, size_t n);

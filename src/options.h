@@ -10,7 +10,8 @@
     X(LOG, ERROR, error) X(LOG, WARN, warn) X(LOG, INFO, info) X(LOG, DEBUG, debug)
 DSP_CHOICE(LOG, "warn",
            "Messages printed on stderr, each prefixed dspreload[PID]: warn shows failures "
-           "and fallbacks, info adds one line per setting decided at start-up, debug "
+           "and fallbacks, info adds one line per setting decided (at start-up, and at "
+           "the first pin for the budget and the node ledger), debug "
            "adds every repeat of a failure.")
 DSP_OPTION(STATS, BOOL, "0", "0|1",
            "Print a short summary of what the shim did to stderr at exit (processes that "

@@ -7,6 +7,7 @@
 #include "slab.h"
 
 struct dsp_pmap_node dsp_pmap_root;
+uintptr_t dsp_pmap_lo, dsp_pmap_hi;
 
 /* 64 KiB at a time: 100,000 live 4 KiB blocks need 200 leaves (435 KB) and a
  * handful of nodes. */
@@ -32,7 +33,15 @@ struct dsp_pmap_leaf *dsp_pmap_reserve(uintptr_t base) {
         if (!(n = *slot) && !(n = carve(&nodes, slot))) return NULL;
     }
     void **slot = &n->slot[DSP_PMAP_IDX(base, 21)];
-    return *slot ? *slot : carve(&leaves, slot);
+    struct dsp_pmap_leaf *l = *slot ? *slot : carve(&leaves, slot);
+    if (l) { /* the span readers probe (pagemap.h) */
+        uintptr_t start = base & ~(uintptr_t)(DSP_PMAP_MAX_LEN - 1);
+        uintptr_t end = start + 2 * DSP_PMAP_MAX_LEN;
+        if (!dsp_pmap_hi || start < dsp_pmap_lo)
+            __atomic_store_n(&dsp_pmap_lo, start, __ATOMIC_RELAXED);
+        if (end > dsp_pmap_hi) __atomic_store_n(&dsp_pmap_hi, end, __ATOMIC_RELAXED);
+    }
+    return l;
 }
 
 void dsp_pmap_set(struct dsp_pmap_leaf *l, uintptr_t base, size_t len, uint32_t gen) {

@@ -54,6 +54,13 @@ struct dsp_pmap_leaf {
 };
 
 extern struct dsp_pmap_node dsp_pmap_root;
+/* The addresses a mapped range can cover: from the first leaf's start to
+ * 2 MiB past the last leaf's end (a range starting in a leaf may run into
+ * the next). Only widened, by the writer; outside, a lookup reads nothing
+ * more (issue 29: ranges registered elsewhere paid two walks of the map).
+ * A reader that sees a torn or stale pair asks the tree, which is right
+ * whatever the map says. */
+extern uintptr_t dsp_pmap_lo, dsp_pmap_hi;
 
 #define DSP_PMAP_LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -91,6 +98,8 @@ static inline const struct dsp_pmap_leaf *dsp_pmap_live_leaf(uintptr_t addr, uin
  * and length, or 0 when none starts within DSP_PMAP_MAX_LEN below (ask the
  * tree). */
 static inline int dsp_pmap_lookup(uintptr_t addr, uint32_t gen, uintptr_t *base, size_t *len) {
+    uintptr_t lo = DSP_PMAP_LD(dsp_pmap_lo);
+    if (addr - lo >= DSP_PMAP_LD(dsp_pmap_hi) - lo) return 0;
     const struct dsp_pmap_leaf *l = dsp_pmap_live_leaf(addr, gen);
     int i = l ? dsp_pmap_last_start(l, (int)DSP_PMAP_IDX(addr, 12)) : -1;
     uintptr_t g = addr & ~(uintptr_t)(DSP_PMAP_MAX_LEN - 1);

@@ -6,22 +6,40 @@
 #include "config.h"
 #include "sys.h"
 
-void dsp_budget_plan(struct dsp_budget_plan *p) {
-    /* In a container the memory cgroup is the machine: its room at start-up
-     * (its limit less what it already uses) when smaller than RAM. The shares
-     * of the options (DSP_POOL_MAX=10%) were taken of the same (manager.c, init_once). */
-    size_t ram = dsp_sys_ram(), mem = dsp_cgroup_ram(), max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
+#include <string.h>
+
+void dsp_machine_read(struct dsp_machine *mc) {
+    memset(mc, 0, sizeof *mc);
+    mc->ram = dsp_sys_ram();
+    char text[4096];
+    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0) {
+        mc->cg_found = dsp_cgroup_read("/sys/fs/cgroup", text, &mc->cg) == 0;
+        if (!dsp_cgroup_path(text, "memory", mc->cg_path, sizeof mc->cg_path) &&
+            !dsp_cgroup_path(text, "", mc->cg_path, sizeof mc->cg_path))
+            mc->cg_path[0] = 0;
+    }
+    if (!mc->cg_found) mc->cg.limit = mc->cg.room = (size_t)-1;
+    mc->mem = mc->cg.room < mc->ram ? mc->cg.room : mc->ram;
+    mc->memlock = dsp_sys_memlock_limit();
+    mc->ipc_lock = dsp_sys_has_ipc_lock();
+}
+
+void dsp_budget_plan(const struct dsp_machine *mc, struct dsp_budget_plan *p) {
+    /* In a container the memory cgroup is the machine: its room (its limit
+     * less what it already uses) when smaller than RAM. The shares of the
+     * options (DSP_POOL_MAX=10%) are taken of the same (dsp_config_set_memory). */
+    size_t max = (size_t)dsp_opt(DSP_OPT_MAX_PINNED);
     p->why = "DSP_MAX_PINNED";
     p->cap = p->budget = max;
-    p->auto_cap = dsp_budget_auto(mem);
-    p->auto_why = mem < ram ? "80% of the memory cgroup's room" : "80% of RAM";
+    p->auto_cap = dsp_budget_auto(mc->mem);
+    p->auto_why = mc->mem < mc->ram ? "80% of the memory cgroup's room" : "80% of RAM";
     if (max == DSP_SIZE_AUTO) {
         p->cap = p->budget = p->auto_cap;
         p->why = p->auto_why;
-        size_t lim = dsp_sys_memlock_limit();
         /* Without CAP_IPC_LOCK the kernel refuses mlock past RLIMIT_MEMLOCK:
          * a budget above it would only turn into refused mlocks. */
-        if (!dsp_sys_has_ipc_lock() && lim < p->budget) p->budget = lim, p->why = "RLIMIT_MEMLOCK";
+        if (!mc->ipc_lock && mc->memlock < p->budget)
+            p->budget = mc->memlock, p->why = "RLIMIT_MEMLOCK";
     }
     p->pool_max = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
     if (p->pool_max > p->cap) p->pool_max = p->cap;

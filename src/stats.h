@@ -35,6 +35,10 @@ void dsp_stats_reset(void);
 
 int dsp_stats_format_json(char *buf, size_t cap);
 
+/* 1 when dsp_stats_at_exit will write something: the process used the shim
+ * and DSP_STATS or DSP_STATS_FILE asks (its caller then plans the budget
+ * first, the summary's figure, manager.h). */
+int dsp_stats_due_at_exit(void);
 /* At exit: the DSP_STATS summary and the DSP_STATS_FILE object, as configured. */
 void dsp_stats_at_exit(void);
 

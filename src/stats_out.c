@@ -250,6 +250,10 @@ static int active(void) {
     return 0;
 }
 
+int dsp_stats_due_at_exit(void) {
+    return active() && (dsp_opt(DSP_OPT_STATS) || dsp_cfg.stats_file[0]);
+}
+
 void dsp_stats_at_exit(void) {
     if (!active()) return;
     if (dsp_opt(DSP_OPT_STATS)) print_summary();

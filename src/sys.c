@@ -1,5 +1,7 @@
 #include "sys.h"
 
+#include "internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -9,6 +11,22 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+pid_t dsp_loaded_pid;
+static DSP_TLS int in_constructor;
+
+/* Before the library's other constructors (priority), so that they can use it. */
+__attribute__((constructor(101))) static void loaded(void) {
+    dsp_loaded_pid = getpid();
+}
+
+void dsp_sys_in_constructor(int on) {
+    in_constructor = on;
+}
+
+pid_t dsp_sys_pid(void) {
+    return in_constructor ? dsp_loaded_pid : getpid();
+}
 
 size_t dsp_sys_ram(void) {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);

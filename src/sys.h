@@ -5,6 +5,20 @@
 
 #include <stddef.h>
 
+#include <sys/types.h>
+
+/* The pid that ran the library's constructors (the program's, or a fork
+ * child's whose parent forked inside an earlier constructor). One getpid
+ * there, shared by every part that needs the pid at start-up: the
+ * constructor added three (issue 29). */
+extern pid_t dsp_loaded_pid;
+/* getpid(), without the system call on the thread that runs the library's
+ * constructor between dsp_sys_in_constructor(1) and (0): that thread is in
+ * the process that loaded the library. Per thread, so that the child of a
+ * fork by another thread at that moment asks the kernel. */
+pid_t dsp_sys_pid(void);
+void dsp_sys_in_constructor(int on);
+
 size_t dsp_sys_ram(void);       /* physical memory in bytes */
 int dsp_sys_cpus(void);         /* CPUs this process may run on, at least 1 */
 int dsp_sys_has_ipc_lock(void); /* 1 with CAP_IPC_LOCK in the effective set, else 0 */

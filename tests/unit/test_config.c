@@ -81,6 +81,23 @@ Test(config, bad_value_names_variable_and_forms_and_keeps_default) {
     cr_assert_eq(dsp_opt(DSP_OPT_LOG), DSP_LOG_DEBUG);
 }
 
+/* Start-up reads no memory size (issue 29): shares, given or default, are
+ * taken once the first pin has read the machine, exactly as if the memory
+ * had been known at load; sizes in bytes stay as they were. */
+Test(config, shares_are_taken_of_the_memory_set_at_the_first_pin) {
+    char *env[] = {"DSP_MAX_PINNED=33.3%", "DSP_MALLOC_MAX=4G", NULL};
+    dsp_config_load(env, 0);
+    cr_assert_eq(dsp_opt(DSP_OPT_POOL_MAX), 0);
+    cr_assert_eq(dsp_opt(DSP_OPT_MAX_PINNED), 0);
+    dsp_config_set_memory(RAM);
+    long long pool = dsp_opt(DSP_OPT_POOL_MAX), max = dsp_opt(DSP_OPT_MAX_PINNED);
+    cr_assert_eq(dsp_opt(DSP_OPT_MALLOC_MAX), 4LL << 30);
+    dsp_config_load(env, RAM); /* the figures of a load that knew the memory */
+    cr_assert_eq(pool, dsp_opt(DSP_OPT_POOL_MAX));
+    cr_assert_eq(max, dsp_opt(DSP_OPT_MAX_PINNED));
+    cr_assert_eq(max, (long long)((unsigned __int128)RAM * 333 / 1000));
+}
+
 Test(config, unknown_variable_gets_closest_name) {
     log_capture_start();
     char *env[] = {"DSP_MAX_PINED=4G", "DSP_ZZZZZZZZ=1", "PATH=/bin", NULL};

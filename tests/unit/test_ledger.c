@@ -313,7 +313,9 @@ Test(ledger, refuses_a_missing_directory, .init = fresh_path) {
  * precision), so every cgroup of a user shared one ledger. */
 Test(ledger, the_default_key_names_the_cgroup, .init = fresh_path) {
     char key[200], text[4096] = "";
-    dsp_node_default_key(key, sizeof key);
+    struct dsp_machine mc;
+    dsp_machine_read(&mc);
+    dsp_node_default_key(&mc, key, sizeof key);
     cr_assert(strstr(key, "%") == NULL, "%s", key);
     FILE *f = fopen("/proc/self/cgroup", "r");
     size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
