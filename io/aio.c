@@ -27,6 +27,7 @@
 #include "aio_classify.h"
 #include "aio_state.h"
 #include "bounce.h"
+#include "dio.h"
 #include "guard.h"
 
 #include <errno.h>
@@ -47,6 +48,8 @@ static struct {
     int (*cancel)(io_context_t, struct iocb *, struct io_event *);
     int (*destroy)(io_context_t);
 } real;
+
+int dsp_fdcalls_bound(void); /* preload/fdcalls.c */
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static _Atomic int ready;
@@ -110,6 +113,12 @@ static void resolve(void) {
         dsp_warn("libaio: the manager is not ready: I/O passes through unexamined");
     } else if (dsp_guard_install() == 0) {
         dsp_aio_policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
+        /* The fd cache only where its hooks see every change (io/dio.h). */
+        if (dsp_fdcalls_bound())
+            __atomic_store_n(&dsp_dio_cache_on, 1, __ATOMIC_RELAXED);
+        else
+            dsp_info("libaio: the fd calls reach another definition before the shim's: "
+                     "O_DIRECT and alignment are asked at each io_submit that needs them");
         active = 1;
         /* Before ready: until then no thread takes tab_mu or bounce's mu. */
         dsp_fork_register(DSP_FORK_AIO, dsp_aio_state_fork_child);

@@ -26,17 +26,17 @@ struct fdinfo {
     struct dsp_dio_align a;
 };
 
-/* O_DIRECT and alignment of fd, once per io_submit: 1 when O_DIRECT is on. */
+/* O_DIRECT and alignment of fd: 1 when O_DIRECT is on. From the fd cache
+ * kept across calls (dsp_dio_cached); this per-call list also spares
+ * repeated queries where that cache cannot keep an answer. */
 static int fd_query(int fd, struct fdinfo *cache, int *n, struct dsp_dio_align *a) {
     for (int i = 0; i < *n; i++)
         if (cache[i].fd == fd) {
             *a = cache[i].a;
             return cache[i].direct;
         }
-    int e = errno;
-    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0}};
-    if (fi.direct && dsp_dio_align(fd, &fi.a) != 0) fi.direct = 0;
-    errno = e;
+    struct fdinfo fi = {fd, 0, {0, 0}};
+    fi.direct = dsp_dio_cached(fd, &fi.a) == 1;
     if (*n < FD_CACHE) cache[(*n)++] = fi;
     *a = fi.a;
     return fi.direct;

@@ -3,9 +3,13 @@
 #include "manager.h"
 #include "stats.h"
 
-void dsp_malloc_init(void); /* malloc.c */
+void dsp_malloc_init(void);   /* malloc.c */
+void dsp_sigcalls_init(void); /* sigcalls.c */
+void dsp_fdcalls_init(void);  /* fdcalls.c */
 
 __attribute__((constructor)) static void dsp_preload_init(void) {
+    dsp_sigcalls_init();
+    dsp_fdcalls_init();
     dsp_ensure_init();
     dsp_malloc_init();
 }

@@ -1,0 +1,26 @@
+/* The next definition of a libc function a hook stands in front of, found
+ * once (RTLD_NEXT, through glibc's own dlsym: src/symbols.h) and kept: one
+ * load and a branch afterwards. Concurrent first calls find the same address.
+ * DSP_REAL_DECL(type, name) declares real_name(), which returns it; the
+ * library's constructor calls each once, so that no signal handler is the
+ * first to call one (dlsym is not async-signal-safe). */
+#ifndef DSP_REAL_H
+#define DSP_REAL_H
+
+#include "internal.h"
+#include "symbols.h"
+
+#include <dlfcn.h>
+
+#define DSP_REAL_DECL(type, name)                                                                  \
+    static type real_##name##_ptr;                                                                 \
+    static inline type real_##name(void) {                                                         \
+        type f = __atomic_load_n(&real_##name##_ptr, __ATOMIC_RELAXED);                            \
+        if (DSP_UNLIKELY(!f)) {                                                                    \
+            f = (type)dsp_real_dlsym(RTLD_NEXT, #name);                                            \
+            __atomic_store_n(&real_##name##_ptr, f, __ATOMIC_RELAXED);                             \
+        }                                                                                          \
+        return f;                                                                                  \
+    }
+
+#endif

@@ -1,0 +1,195 @@
+/* The program's signal-mask calls, seen so that the libaio hooks know whether
+ * the calling thread blocks SIGSEGV or SIGBUS without asking the kernel at
+ * every io_submit (issue 29: that one rt_sigprocmask was the hook's whole
+ * cost). Each hook updates the thread's dsp_guard_mask (io/guard.h) and calls
+ * the real function:
+ * - a call that may block either sets CLOSED before the real call, so a
+ *   signal handler that runs in between never sees OPEN while one is blocked;
+ * - a call that may unblock either, or that fails, sets UNKNOWN after it: the
+ *   next io_submit asks the kernel once. Never OPEN: a handler that unblocks
+ *   and returns gets its thread's old mask back from the kernel (sigreturn),
+ *   which no hook sees.
+ * Calls that change the mask and are no hook's (a raw rt_sigprocmask system
+ * call) are not seen: docs/io.md lists them. A call that names neither signal
+ * costs one or two branches. Where another definition is reached before these
+ * (a sanitizer runtime), dsp_sigcalls_bound() says so and the hooks ask the
+ * kernel every time, as before. */
+#include "guard.h"
+#include "internal.h"
+#include "real.h"
+#include "symbols.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <ucontext.h>
+
+typedef void (*longjmp_chk_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+typedef int (*int_fn)(int);
+typedef __sighandler_t (*sigset_fn)(int, __sighandler_t);
+DSP_REAL_DECL(__typeof__(&pthread_sigmask), pthread_sigmask)
+DSP_REAL_DECL(__typeof__(&sigprocmask), sigprocmask)
+DSP_REAL_DECL(__typeof__(&sigaction), sigaction)
+DSP_REAL_DECL(__typeof__(&siglongjmp), siglongjmp)
+DSP_REAL_DECL(__typeof__(&longjmp), longjmp)
+DSP_REAL_DECL(longjmp_chk_fn, __longjmp_chk)
+DSP_REAL_DECL(__typeof__(&setcontext), setcontext)
+DSP_REAL_DECL(__typeof__(&swapcontext), swapcontext)
+DSP_REAL_DECL(int_fn, sigblock)
+DSP_REAL_DECL(int_fn, sigsetmask)
+DSP_REAL_DECL(int_fn, sighold)
+DSP_REAL_DECL(int_fn, sigrelse)
+DSP_REAL_DECL(sigset_fn, sigset)
+
+/* glibc's sigset_t: signal n is bit n-1 of the first word. */
+#define TRACKED ((1ul << (SIGSEGV - 1)) | (1ul << (SIGBUS - 1)))
+
+static inline unsigned long tracked_bits(const sigset_t *s) {
+    return s->__val[0] & TRACKED;
+}
+
+static inline void set_mask(int m) {
+    __atomic_store_n(&dsp_guard_mask, m, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the real call, for a handler */
+}
+
+/* Before a mask change (how, set): 1 when it may unblock one of the two. */
+static inline int mask_before(int how, const sigset_t *set) {
+    if (!set) return 0;
+    unsigned long bits = tracked_bits(set);
+    if (bits && how != SIG_UNBLOCK) set_mask(DSP_MASK_CLOSED);
+    return how == SIG_UNBLOCK ? bits != 0 : how == SIG_SETMASK && bits != TRACKED;
+}
+
+static inline void mask_after(int unblocks, int failed) {
+    if (unblocks || failed) set_mask(DSP_MASK_UNKNOWN);
+}
+
+/* The mask a context switch or a long jump installs. */
+static inline void mask_install(const sigset_t *m) {
+    set_mask(tracked_bits(m) ? DSP_MASK_CLOSED : DSP_MASK_UNKNOWN);
+}
+
+DSP_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+    int unblocks = mask_before(how, set);
+    int r = real_pthread_sigmask()(how, set, old);
+    if (set) mask_after(unblocks, r != 0);
+    return r;
+}
+
+DSP_API int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    int unblocks = mask_before(how, set);
+    int r = real_sigprocmask()(how, set, old);
+    if (set) mask_after(unblocks, r != 0);
+    return r;
+}
+
+/* A handler that runs with SIGSEGV or SIGBUS blocked makes every later
+ * io_submit ask the kernel (dsp_guard_ask): a hook called from it would see
+ * the interrupted code's mask. */
+DSP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    dsp_guard_note_handler(sig, act);
+    return real_sigaction()(sig, act, old);
+}
+
+DSP_API void siglongjmp(sigjmp_buf env, int val) {
+    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    real_siglongjmp()(env, val);
+    __builtin_unreachable();
+}
+
+DSP_API void longjmp(jmp_buf env, int val) {
+    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    real_longjmp()(env, val);
+    __builtin_unreachable();
+}
+
+/* longjmp under _FORTIFY_SOURCE. */
+DSP_API __attribute__((noreturn)) void __longjmp_chk(struct __jmp_buf_tag *env, int val);
+DSP_API void __longjmp_chk(struct __jmp_buf_tag *env, int val) {
+    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    real___longjmp_chk()(env, val);
+}
+
+DSP_API int setcontext(const ucontext_t *ucp) {
+    mask_install(&ucp->uc_sigmask);
+    int r = real_setcontext()(ucp);
+    set_mask(DSP_MASK_UNKNOWN); /* returns only on failure */
+    return r;
+}
+
+DSP_API int swapcontext(ucontext_t *oucp, const ucontext_t *ucp) {
+    mask_install(&ucp->uc_sigmask);
+    int r = real_swapcontext()(oucp, ucp);
+    set_mask(DSP_MASK_UNKNOWN); /* back, perhaps on another thread */
+    return r;
+}
+
+/* The BSD and System V forms (deprecated, still exported): conservatively,
+ * CLOSED before and UNKNOWN after any that names SIGSEGV or SIGBUS. */
+static inline int legacy_before(int touches) {
+    if (touches) set_mask(DSP_MASK_CLOSED);
+    return touches;
+}
+
+DSP_API int sigblock(int mask) {
+    int t = legacy_before(((unsigned long)(unsigned)mask & TRACKED) != 0);
+    int r = real_sigblock()(mask);
+    mask_after(t, 0);
+    return r;
+}
+
+DSP_API int sigsetmask(int mask) {
+    int t = legacy_before(1);
+    int r = real_sigsetmask()(mask);
+    mask_after(t, 0);
+    return r;
+}
+
+DSP_API int sighold(int sig) {
+    int t = legacy_before(sig == SIGSEGV || sig == SIGBUS);
+    int r = real_sighold()(sig);
+    mask_after(t, 0);
+    return r;
+}
+
+DSP_API int sigrelse(int sig) {
+    int t = sig == SIGSEGV || sig == SIGBUS;
+    int r = real_sigrelse()(sig);
+    mask_after(t, 0);
+    return r;
+}
+
+DSP_API __sighandler_t sigset(int sig, __sighandler_t disp) {
+    int t = legacy_before(sig == SIGSEGV || sig == SIGBUS);
+    __sighandler_t r = real_sigset()(sig, disp);
+    mask_after(t, 0);
+    return r;
+}
+
+/* Every real function found now, from the constructor: a program's signal
+ * handler must not be the first to call one (dlsym is not async-signal-safe). */
+void dsp_sigcalls_init(void) {
+    (void)real_pthread_sigmask();
+    (void)real_sigprocmask();
+    (void)real_sigaction();
+    (void)real_siglongjmp();
+    (void)real_longjmp();
+    (void)real___longjmp_chk();
+    (void)real_setcontext();
+    (void)real_swapcontext();
+    (void)real_sigblock();
+    (void)real_sigsetmask();
+    (void)real_sighold();
+    (void)real_sigrelse();
+    (void)real_sigset();
+}
+
+int dsp_sigcalls_bound(void) {
+    static const char *const names[] = {
+        "pthread_sigmask", "sigprocmask", "sigaction",   "siglongjmp", "longjmp",
+        "__longjmp_chk",   "setcontext",  "swapcontext", "sigblock",   "sigsetmask",
+        "sighold",         "sigrelse",    "sigset"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!dsp_sym_ours(names[i])) return 0;
+    return 1;
+}
