@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#ifndef DSP_NO_LIBC_HOOKS
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
 typedef int (*open2_fn)(const char *, int);
@@ -227,3 +228,10 @@ void dsp_fdcalls_init(void) {
     (void)real___openat_2(), (void)real___openat64_2(), (void)real_creat(), (void)real_socket();
     (void)real_accept(), (void)real_accept4(), (void)real_pipe(), (void)real_pipe2();
 }
+
+#else
+int dsp_fdcalls_bound(void) {
+    return 0;
+}
+void dsp_fdcalls_init(void) {}
+#endif

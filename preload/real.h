@@ -12,6 +12,19 @@
 
 #include <dlfcn.h>
 
+/* Under ASan or TSan the runtime stands in front of these calls and reaches
+ * the next definition itself, possibly ours, before it is initialised (an
+ * instrumented hook then crashes in TSan's start-up): the sanitizer builds
+ * define no hook here, and the libaio hooks ask the kernel, as the bound
+ * check would make them do anyway. */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) ||                               \
+    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DSP_NO_LIBC_HOOKS 1
+#endif
+
 #define DSP_REAL_DECL(type, name)                                                                  \
     static type real_##name##_ptr;                                                                 \
     static inline type real_##name(void) {                                                         \

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <ucontext.h>
 
+#ifndef DSP_NO_LIBC_HOOKS
 typedef void (*longjmp_chk_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
 typedef int (*int_fn)(int);
 typedef __sighandler_t (*sigset_fn)(int, __sighandler_t);
@@ -193,3 +194,10 @@ int dsp_sigcalls_bound(void) {
         if (!dsp_sym_ours(names[i])) return 0;
     return 1;
 }
+
+#else
+int dsp_sigcalls_bound(void) {
+    return 0;
+}
+void dsp_sigcalls_init(void) {}
+#endif
