@@ -35,29 +35,18 @@ typedef int (*openat2_fn)(int, const char *, int);
 typedef int (*fcntl_fn)(int, int, ...);
 typedef int (*close_range_fn)(unsigned, unsigned, int);
 typedef void (*closefrom_fn)(int);
-DSP_REAL_DECL(__typeof__(&close), close)
-DSP_REAL_DECL(close_range_fn, close_range)
-DSP_REAL_DECL(closefrom_fn, closefrom)
-DSP_REAL_DECL(__typeof__(&fclose), fclose)
-DSP_REAL_DECL(__typeof__(&dup), dup)
-DSP_REAL_DECL(__typeof__(&dup2), dup2)
-DSP_REAL_DECL(__typeof__(&dup3), dup3)
-DSP_REAL_DECL(fcntl_fn, fcntl)
-DSP_REAL_DECL(fcntl_fn, fcntl64)
-DSP_REAL_DECL(open_fn, open)
-DSP_REAL_DECL(open_fn, open64)
-DSP_REAL_DECL(openat_fn, openat)
-DSP_REAL_DECL(openat_fn, openat64)
-DSP_REAL_DECL(open2_fn, __open_2)
-DSP_REAL_DECL(open2_fn, __open64_2)
-DSP_REAL_DECL(openat2_fn, __openat_2)
-DSP_REAL_DECL(openat2_fn, __openat64_2)
-DSP_REAL_DECL(__typeof__(&creat), creat)
-DSP_REAL_DECL(__typeof__(&socket), socket)
-DSP_REAL_DECL(__typeof__(&accept), accept)
-DSP_REAL_DECL(__typeof__(&accept4), accept4)
-DSP_REAL_DECL(__typeof__(&pipe), pipe)
-DSP_REAL_DECL(__typeof__(&pipe2), pipe2)
+/* Every hooked call whose real function is looked up (the *64 names are
+ * aliases: below), a few a line. */
+#define FD_HOOKS(X)                                                                                \
+    X(__typeof__(&close), close)                                                                   \
+    X(close_range_fn, close_range) X(closefrom_fn, closefrom) X(__typeof__(&fclose), fclose)       \
+        X(__typeof__(&dup), dup) X(__typeof__(&dup2), dup2) X(__typeof__(&dup3), dup3)             \
+            X(fcntl_fn, fcntl) X(open_fn, open) X(openat_fn, openat) X(open2_fn, __open_2)         \
+                X(openat2_fn, __openat_2) X(__typeof__(&creat), creat)                             \
+                    X(__typeof__(&socket), socket) X(__typeof__(&accept), accept)                  \
+                        X(__typeof__(&accept4), accept4) X(__typeof__(&pipe), pipe)                \
+                            X(__typeof__(&pipe2), pipe2)
+FD_HOOKS(DSP_REAL_DECL)
 
 /* The real call, then the cache forgets; errno is the real call's. */
 #define FORGET_AFTER(type, call)                                                                   \
@@ -116,14 +105,10 @@ DSP_API int fcntl(int fd, int cmd, ...) {
     return FORGET_AFTER(int, real_fcntl()(fd, cmd, arg));
 }
 
-DSP_API int fcntl64(int fd, int cmd, ...) {
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    if (!changes_fd(cmd)) return real_fcntl64()(fd, cmd, arg);
-    return FORGET_AFTER(int, real_fcntl64()(fd, cmd, arg));
-}
+/* On LP64 glibc the 64-bit names are the same functions (no off_t to widen):
+ * so are ours. */
+_Static_assert(sizeof(long) == 8, "the *64 hooks are aliases: LP64 only");
+DSP_API int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 /* The mode is read only where the call has one, as glibc does. */
 static inline mode_t mode_of(int flags, va_list ap) {
@@ -138,13 +123,7 @@ DSP_API int open(const char *path, int flags, ...) {
     return FORGET_AFTER(int, real_open()(path, flags, mode));
 }
 
-DSP_API int open64(const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = mode_of(flags, ap);
-    va_end(ap);
-    return FORGET_AFTER(int, real_open64()(path, flags, mode));
-}
+DSP_API int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 DSP_API int openat(int dir, const char *path, int flags, ...) {
     va_list ap;
@@ -154,31 +133,19 @@ DSP_API int openat(int dir, const char *path, int flags, ...) {
     return FORGET_AFTER(int, real_openat()(dir, path, flags, mode));
 }
 
-DSP_API int openat64(int dir, const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = mode_of(flags, ap);
-    va_end(ap);
-    return FORGET_AFTER(int, real_openat64()(dir, path, flags, mode));
-}
+DSP_API int openat64(int dir, const char *path, int flags, ...) __attribute__((alias("openat")));
 
 /* open and openat under _FORTIFY_SOURCE. */
 DSP_API int __open_2(const char *path, int flags);
 DSP_API int __open_2(const char *path, int flags) {
     return FORGET_AFTER(int, real___open_2()(path, flags));
 }
-DSP_API int __open64_2(const char *path, int flags);
-DSP_API int __open64_2(const char *path, int flags) {
-    return FORGET_AFTER(int, real___open64_2()(path, flags));
-}
+DSP_API int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
 DSP_API int __openat_2(int dir, const char *path, int flags);
 DSP_API int __openat_2(int dir, const char *path, int flags) {
     return FORGET_AFTER(int, real___openat_2()(dir, path, flags));
 }
-DSP_API int __openat64_2(int dir, const char *path, int flags);
-DSP_API int __openat64_2(int dir, const char *path, int flags) {
-    return FORGET_AFTER(int, real___openat64_2()(dir, path, flags));
-}
+DSP_API int __openat64_2(int dir, const char *path, int flags) __attribute__((alias("__openat_2")));
 
 DSP_API int creat(const char *path, mode_t mode) {
     return FORGET_AFTER(int, real_creat()(path, mode));
@@ -204,29 +171,17 @@ DSP_API int pipe2(int fds[2], int flags) {
     return FORGET_AFTER(int, real_pipe2()(fds, flags));
 }
 
-static const char *const hooked[] = {
-    "close",    "close_range", "closefrom",  "fclose",     "dup",          "dup2",
-    "dup3",     "fcntl",       "fcntl64",    "open",       "open64",       "openat",
-    "openat64", "__open_2",    "__open64_2", "__openat_2", "__openat64_2", "creat",
-    "socket",   "accept",      "accept4",    "pipe",       "pipe2"};
-
 /* Every real function found now (from the constructor), and whether these
  * hooks are the definitions the program reaches: 1, or 0 when another comes
- * first (a sanitizer runtime intercepts most of them), and the fd cache must
- * stay off. */
+ * first, and the fd cache must stay off. */
 int dsp_fdcalls_bound(void) {
-    for (size_t i = 0; i < sizeof hooked / sizeof *hooked; i++)
-        if (!dsp_sym_ours(hooked[i])) return 0;
-    return 1;
+    static const char *const names[] = {FD_HOOKS(DSP_REAL_NAME) "fcntl64", "open64", "openat64",
+                                        "__open64_2", "__openat64_2"};
+    return dsp_real_all_ours(names, sizeof names / sizeof *names);
 }
 
 void dsp_fdcalls_init(void) {
-    (void)real_close(), (void)real_close_range(), (void)real_closefrom(), (void)real_fclose();
-    (void)real_dup(), (void)real_dup2(), (void)real_dup3(), (void)real_fcntl();
-    (void)real_fcntl64(), (void)real_open(), (void)real_open64(), (void)real_openat();
-    (void)real_openat64(), (void)real___open_2(), (void)real___open64_2();
-    (void)real___openat_2(), (void)real___openat64_2(), (void)real_creat(), (void)real_socket();
-    (void)real_accept(), (void)real_accept4(), (void)real_pipe(), (void)real_pipe2();
+    FD_HOOKS(DSP_REAL_FIND)
 }
 
 #else

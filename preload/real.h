@@ -11,6 +11,7 @@
 #include "symbols.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 
 /* Under ASan or TSan the runtime stands in front of these calls and reaches
  * the next definition itself, possibly ours, before it is initialised (an
@@ -35,5 +36,17 @@
         }                                                                                          \
         return f;                                                                                  \
     }
+
+/* For a list of DSP_REAL_DECL entries X(type, name): its name, and its lookup. */
+#define DSP_REAL_NAME(type, name) #name,
+#define DSP_REAL_FIND(type, name) (void)real_##name();
+
+/* 1 when the program's lookup of every one of names finds this library's
+ * definition (dsp_sym_ours). */
+static inline int dsp_real_all_ours(const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!dsp_sym_ours(names[i])) return 0;
+    return 1;
+}
 
 #endif

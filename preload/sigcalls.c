@@ -27,19 +27,14 @@
 typedef void (*longjmp_chk_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
 typedef int (*int_fn)(int);
 typedef __sighandler_t (*sigset_fn)(int, __sighandler_t);
-DSP_REAL_DECL(__typeof__(&pthread_sigmask), pthread_sigmask)
-DSP_REAL_DECL(__typeof__(&sigprocmask), sigprocmask)
-DSP_REAL_DECL(__typeof__(&sigaction), sigaction)
-DSP_REAL_DECL(__typeof__(&siglongjmp), siglongjmp)
-DSP_REAL_DECL(__typeof__(&longjmp), longjmp)
-DSP_REAL_DECL(longjmp_chk_fn, __longjmp_chk)
-DSP_REAL_DECL(__typeof__(&setcontext), setcontext)
-DSP_REAL_DECL(__typeof__(&swapcontext), swapcontext)
-DSP_REAL_DECL(int_fn, sigblock)
-DSP_REAL_DECL(int_fn, sigsetmask)
-DSP_REAL_DECL(int_fn, sighold)
-DSP_REAL_DECL(int_fn, sigrelse)
-DSP_REAL_DECL(sigset_fn, sigset)
+#define SIG_HOOKS(X)                                                                               \
+    X(__typeof__(&pthread_sigmask), pthread_sigmask)                                               \
+    X(__typeof__(&sigprocmask), sigprocmask) X(__typeof__(&sigaction), sigaction)                  \
+        X(__typeof__(&siglongjmp), siglongjmp) X(__typeof__(&longjmp), longjmp)                    \
+            X(longjmp_chk_fn, __longjmp_chk) X(__typeof__(&setcontext), setcontext)                \
+                X(__typeof__(&swapcontext), swapcontext) X(int_fn, sigblock) X(int_fn, sigsetmask) \
+                    X(int_fn, sighold) X(int_fn, sigrelse) X(sigset_fn, sigset)
+SIG_HOOKS(DSP_REAL_DECL)
 
 /* glibc's sigset_t: signal n is bit n-1 of the first word. */
 #define TRACKED ((1ul << (SIGSEGV - 1)) | (1ul << (SIGBUS - 1)))
@@ -170,29 +165,12 @@ DSP_API __sighandler_t sigset(int sig, __sighandler_t disp) {
 /* Every real function found now, from the constructor: a program's signal
  * handler must not be the first to call one (dlsym is not async-signal-safe). */
 void dsp_sigcalls_init(void) {
-    (void)real_pthread_sigmask();
-    (void)real_sigprocmask();
-    (void)real_sigaction();
-    (void)real_siglongjmp();
-    (void)real_longjmp();
-    (void)real___longjmp_chk();
-    (void)real_setcontext();
-    (void)real_swapcontext();
-    (void)real_sigblock();
-    (void)real_sigsetmask();
-    (void)real_sighold();
-    (void)real_sigrelse();
-    (void)real_sigset();
+    SIG_HOOKS(DSP_REAL_FIND)
 }
 
 int dsp_sigcalls_bound(void) {
-    static const char *const names[] = {
-        "pthread_sigmask", "sigprocmask", "sigaction",   "siglongjmp", "longjmp",
-        "__longjmp_chk",   "setcontext",  "swapcontext", "sigblock",   "sigsetmask",
-        "sighold",         "sigrelse",    "sigset"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (!dsp_sym_ours(names[i])) return 0;
-    return 1;
+    static const char *const names[] = {SIG_HOOKS(DSP_REAL_NAME)};
+    return dsp_real_all_ours(names, sizeof names / sizeof *names);
 }
 
 #else

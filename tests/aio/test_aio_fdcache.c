@@ -37,11 +37,15 @@ static void expect_direct(io_context_t ctx, int fd) {
     cr_assert_eq(stat_of("aio_bounced"), before, "a read on a buffered fd was bounced");
 }
 
+/* A test file (a path that reopens it: make_file's is static) and a context. */
+static io_context_t setup(char *copy, size_t n) {
+    snprintf(copy, n, "%s", make_file(disk, FILE_SIZE));
+    return new_ctx(4);
+}
+
 Test(aio_fdcache, fd_closed_and_reopened_with_o_direct_is_asked_again) {
-    const char *path = make_file(disk, FILE_SIZE);
     char copy[64];
-    snprintf(copy, sizeof copy, "%s", path);
-    io_context_t ctx = new_ctx(4);
+    io_context_t ctx = setup(copy, sizeof copy);
     int fd = open(copy, O_RDONLY);
     expect_direct(ctx, fd); /* cached: buffered */
     close(fd);
@@ -91,10 +95,8 @@ Test(aio_fdcache, dup2_over_a_cached_fd_is_asked_again) {
 /* A number freed where no hook sees it (the raw system call) is forgotten
  * when open hands it out again. */
 Test(aio_fdcache, fd_freed_by_a_raw_close_and_reused_by_open_is_asked_again) {
-    const char *path = make_file(disk, FILE_SIZE);
     char copy[64];
-    snprintf(copy, sizeof copy, "%s", path);
-    io_context_t ctx = new_ctx(4);
+    io_context_t ctx = setup(copy, sizeof copy);
     int fd = open(copy, O_RDONLY);
     expect_direct(ctx, fd);
     cr_assert_eq(syscall(SYS_close, fd), 0);
@@ -103,10 +105,8 @@ Test(aio_fdcache, fd_freed_by_a_raw_close_and_reused_by_open_is_asked_again) {
 }
 
 Test(aio_fdcache, fd_freed_by_close_range_is_asked_again) {
-    const char *path = make_file(disk, FILE_SIZE);
     char copy[64];
-    snprintf(copy, sizeof copy, "%s", path);
-    io_context_t ctx = new_ctx(4);
+    io_context_t ctx = setup(copy, sizeof copy);
     int fd = open(copy, O_RDONLY | O_DIRECT);
     expect_bounced(ctx, fd);
     cr_assert_eq(close_range((unsigned)fd, (unsigned)fd, 0), 0);
