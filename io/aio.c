@@ -138,15 +138,17 @@ static inline void ensure_ready(void) {
 
 /* --- submission ----------------------------------------------------------- */
 
+/* Counted per thread (stats.h): no atomic add on a shared line per call. */
 static void count_classes(const uint64_t c[4], uint64_t n, uint64_t bytes) {
-    dsp_stat_add(DSP_ST_aio_iocbs, (uint64_t)n);
-    if (c[DSP_AIO_PASS]) dsp_stat_add(DSP_ST_aio_passthrough, c[DSP_AIO_PASS]);
-    if (c[DSP_AIO_DIRECT_PINNED]) dsp_stat_add(DSP_ST_aio_direct_pinned, c[DSP_AIO_DIRECT_PINNED]);
+    dsp_stat_add_mine(DSP_ST_aio_iocbs, (uint64_t)n);
+    if (c[DSP_AIO_PASS]) dsp_stat_add_mine(DSP_ST_aio_passthrough, c[DSP_AIO_PASS]);
+    if (c[DSP_AIO_DIRECT_PINNED])
+        dsp_stat_add_mine(DSP_ST_aio_direct_pinned, c[DSP_AIO_DIRECT_PINNED]);
     if (c[DSP_AIO_DIRECT_UNPINNED])
-        dsp_stat_add(DSP_ST_aio_direct_unpinned, c[DSP_AIO_DIRECT_UNPINNED]);
+        dsp_stat_add_mine(DSP_ST_aio_direct_unpinned, c[DSP_AIO_DIRECT_UNPINNED]);
     if (c[DSP_AIO_BOUNCED]) {
-        dsp_stat_add(DSP_ST_aio_bounced, c[DSP_AIO_BOUNCED]);
-        dsp_stat_add(DSP_ST_aio_bounce_bytes, bytes);
+        dsp_stat_add_mine(DSP_ST_aio_bounced, c[DSP_AIO_BOUNCED]);
+        dsp_stat_add_mine(DSP_ST_aio_bounce_bytes, bytes);
     }
 }
 
