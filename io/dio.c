@@ -67,12 +67,25 @@ static int query(int fd, struct dsp_dio_align *a) {
     return d;
 }
 
+/* The word held for fd when it is current, else 0. */
+static inline uint64_t held(int fd) {
+    if (!__atomic_load_n(&dsp_dio_cache_on, __ATOMIC_RELAXED) || fd < 0 || fd >= DSP_DIO_CACHE_FDS)
+        return 0;
+    uint64_t w = atomic_load_explicit(&slot[fd], memory_order_acquire);
+    uint64_t g = atomic_load_explicit(&gen, memory_order_acquire) & GEN_MASK;
+    return (w & 1) && w >> 16 == g ? w : 0;
+}
+
+int dsp_dio_peek(int fd) {
+    uint64_t w = held(fd);
+    return w ? (int)((w >> 1) & 1) : -1;
+}
+
 int dsp_dio_cached(int fd, struct dsp_dio_align *a) {
     if (!__atomic_load_n(&dsp_dio_cache_on, __ATOMIC_RELAXED) || fd < 0 || fd >= DSP_DIO_CACHE_FDS)
         return query(fd, a);
-    uint64_t w = atomic_load_explicit(&slot[fd], memory_order_acquire);
-    uint64_t g = atomic_load_explicit(&gen, memory_order_acquire) & GEN_MASK;
-    if ((w & 1) && w >> 16 == g) {
+    uint64_t w = held(fd), g;
+    if (w) {
         a->mem = 1u << ((w >> 6) & 31);
         a->off = 1u << ((w >> 11) & 31);
         return (w >> 1) & 1;

@@ -46,6 +46,9 @@ int dsp_dio_is_direct(int fd);
 #define DSP_DIO_CACHE_FDS 4096
 extern int dsp_dio_cache_on;
 int dsp_dio_cached(int fd, struct dsp_dio_align *a);
+/* The cache's answer for fd without asking: 1 O_DIRECT, 0 buffered, -1 not
+ * held (no system call, no store: usable inside a guarded region). */
+int dsp_dio_peek(int fd);
 void dsp_dio_forget(void);
 
 #endif
