@@ -117,8 +117,9 @@ static void resolve(void) {
         if (dsp_fdcalls_bound())
             __atomic_store_n(&dsp_dio_cache_on, 1, __ATOMIC_RELAXED);
         else
-            dsp_info("libaio: the fd calls reach another definition before the shim's: "
-                     "O_DIRECT and alignment are asked at each io_submit that needs them");
+            dsp_info("libaio: the program's fd calls do not reach the shim's hooks (another "
+                     "definition first, or a sanitizer build): O_DIRECT and alignment are asked "
+                     "at each io_submit that needs them");
         active = 1;
         /* Before ready: until then no thread takes tab_mu or bounce's mu. */
         dsp_fork_register(DSP_FORK_AIO, dsp_aio_state_fork_child);

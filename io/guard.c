@@ -128,8 +128,9 @@ void dsp_guard_note_handler(int sig, const struct sigaction *act) {
 static void check_tracking(void) {
     if (!dsp_sigcalls_bound()) {
         __atomic_store_n(&dsp_guard_ask, 1, __ATOMIC_RELAXED);
-        dsp_info("libaio: the signal-mask calls reach another definition before the shim's: "
-                 "each io_submit asks the kernel for the signal mask");
+        dsp_info("libaio: the program's signal-mask calls do not reach the shim's hooks "
+                 "(another definition first, or a sanitizer build): each io_submit asks the "
+                 "kernel for the signal mask");
         return;
     }
     for (int sig = 1; sig < SIGRTMIN; sig++) {
