@@ -302,7 +302,10 @@ DSP_API int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event
 DSP_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
                           struct timespec *ts, sigset_t *mask) {
     ensure_ready();
+    /* A handler that runs meanwhile has mask: io/guard.h. */
+    int t = dsp_sigcalls_temp_begin(mask);
     int r = real.pgetevents(ctx, min_nr, nr, ev, ts, mask);
+    dsp_sigcalls_temp_end(t);
     finish(ev, r);
     return r;
 }

@@ -67,6 +67,12 @@ void dsp_guard_note_handler(int sig, const struct sigaction *act);
 /* 1 when the program reaches the shim's signal-mask interposers
  * (preload/sigcalls.c) and not another definition in front of them. */
 int dsp_sigcalls_bound(void);
+
+/* Around a call that waits under a temporary mask m (io_pgetevents): the
+ * thread counts as blocking SIGSEGV/SIGBUS meanwhile where m does, and asks
+ * again afterwards (preload/sigcalls.c). */
+int dsp_sigcalls_temp_begin(const sigset_t *m);
+void dsp_sigcalls_temp_end(int t);
 void dsp_guard_leave(int prev);
 
 /* DSP_GUARDED(failed) { loads and stores of caller memory } : the block runs

@@ -19,21 +19,32 @@
 #include "real.h"
 #include "symbols.h"
 
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <ucontext.h>
 
 #ifndef DSP_NO_LIBC_HOOKS
 typedef void (*longjmp_chk_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
 typedef int (*int_fn)(int);
 typedef __sighandler_t (*sigset_fn)(int, __sighandler_t);
+typedef int (*ppoll_chk_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *,
+                            size_t);
+typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
+                               const sigset_t *);
+// clang-format off
 #define SIG_HOOKS(X)                                                                               \
-    X(__typeof__(&pthread_sigmask), pthread_sigmask)                                               \
-    X(__typeof__(&sigprocmask), sigprocmask) X(__typeof__(&sigaction), sigaction)                  \
-        X(__typeof__(&siglongjmp), siglongjmp) X(__typeof__(&longjmp), longjmp)                    \
-            X(longjmp_chk_fn, __longjmp_chk) X(__typeof__(&setcontext), setcontext)                \
-                X(__typeof__(&swapcontext), swapcontext) X(int_fn, sigblock) X(int_fn, sigsetmask) \
-                    X(int_fn, sighold) X(int_fn, sigrelse) X(sigset_fn, sigset)
+    X(__typeof__(&pthread_sigmask), pthread_sigmask) X(__typeof__(&sigprocmask), sigprocmask)      \
+    X(__typeof__(&sigaction), sigaction) X(__typeof__(&siglongjmp), siglongjmp)                    \
+    X(__typeof__(&longjmp), longjmp) X(longjmp_chk_fn, __longjmp_chk)                              \
+    X(__typeof__(&setcontext), setcontext) X(__typeof__(&swapcontext), swapcontext)                \
+    X(int_fn, sigblock) X(int_fn, sigsetmask) X(int_fn, sighold) X(int_fn, sigrelse)               \
+    X(sigset_fn, sigset) X(__typeof__(&sigsuspend), sigsuspend) X(__typeof__(&ppoll), ppoll)       \
+    X(ppoll_chk_fn, __ppoll_chk) X(__typeof__(&pselect), pselect)                                  \
+    X(__typeof__(&epoll_pwait), epoll_pwait) X(epoll_pwait2_fn, epoll_pwait2)
+// clang-format on
 SIG_HOOKS(DSP_REAL_DECL)
 
 /* glibc's sigset_t: signal n is bit n-1 of the first word. */
@@ -162,6 +173,53 @@ DSP_API __sighandler_t sigset(int sig, __sighandler_t disp) {
     return r;
 }
 
+/* The calls that wait under a temporary mask: a handler that runs meanwhile
+ * has that mask, and the thread's own comes back after. One that blocks
+ * SIGSEGV or SIGBUS marks the thread CLOSED for the call, UNKNOWN after. */
+int dsp_sigcalls_temp_begin(const sigset_t *m) {
+    return m && tracked_bits(m) ? (set_mask(DSP_MASK_CLOSED), 1) : 0;
+}
+void dsp_sigcalls_temp_end(int t) {
+    mask_after(t, 0);
+}
+#define UNDER_TEMP(m, call)                                                                        \
+    ({                                                                                             \
+        int t_ = dsp_sigcalls_temp_begin(m);                                                       \
+        int r_ = (call);                                                                           \
+        dsp_sigcalls_temp_end(t_);                                                                 \
+        r_;                                                                                        \
+    })
+
+DSP_API int sigsuspend(const sigset_t *m) {
+    return UNDER_TEMP(m, real_sigsuspend()(m));
+}
+
+DSP_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *m) {
+    return UNDER_TEMP(m, real_ppoll()(fds, n, tmo, m));
+}
+
+/* ppoll under _FORTIFY_SOURCE. */
+DSP_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *m,
+                        size_t fdslen);
+DSP_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *m,
+                        size_t fdslen) {
+    return UNDER_TEMP(m, real___ppoll_chk()(fds, n, tmo, m, fdslen));
+}
+
+DSP_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
+                    const sigset_t *m) {
+    return UNDER_TEMP(m, real_pselect()(n, rd, wr, ex, tmo, m));
+}
+
+DSP_API int epoll_pwait(int fd, struct epoll_event *ev, int n, int tmo, const sigset_t *m) {
+    return UNDER_TEMP(m, real_epoll_pwait()(fd, ev, n, tmo, m));
+}
+
+DSP_API int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *tmo,
+                         const sigset_t *m) {
+    return UNDER_TEMP(m, real_epoll_pwait2()(fd, ev, n, tmo, m));
+}
+
 /* Every real function found now, from the constructor: a program's signal
  * handler must not be the first to call one (dlsym is not async-signal-safe). */
 void dsp_sigcalls_init(void) {
@@ -176,6 +234,13 @@ int dsp_sigcalls_bound(void) {
 #else
 int dsp_sigcalls_bound(void) {
     return 0;
+}
+int dsp_sigcalls_temp_begin(const sigset_t *m) {
+    (void)m;
+    return 0;
+}
+void dsp_sigcalls_temp_end(int t) {
+    (void)t;
 }
 void dsp_sigcalls_init(void) {}
 #endif

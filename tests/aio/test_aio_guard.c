@@ -528,3 +528,22 @@ Test(aio_guard, thread_created_with_sigsegv_blocked_gets_efault) {
     pthread_join(t, &r);
     cr_assert_eq((long)(intptr_t)r, -EFAULT);
 }
+
+/* sigsuspend's temporary mask blocks SIGSEGV while the handler runs. */
+Test(aio_guard, handler_run_in_sigsuspend_that_blocks_sigsegv_gets_efault) {
+    static struct iocb *bad[1];
+    handler_bad = bad;
+    handler_ctx = seen_open(bad, gone_page);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = submit_from_handler;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    block_one(SIG_BLOCK, SIGUSR1);
+    raise(SIGUSR1); /* pending until sigsuspend */
+    sigset_t m;
+    sigfillset(&m);
+    sigdelset(&m, SIGUSR1);
+    cr_assert_eq(sigsuspend(&m), -1);
+    cr_assert_eq(handler_res, -EFAULT);
+}
