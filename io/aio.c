@@ -27,6 +27,7 @@
 #include "aio_classify.h"
 #include "aio_state.h"
 #include "bounce.h"
+#include "dio.h"
 #include "guard.h"
 
 #include <errno.h>
@@ -47,6 +48,8 @@ static struct {
     int (*cancel)(io_context_t, struct iocb *, struct io_event *);
     int (*destroy)(io_context_t);
 } real;
+
+int dsp_fdcalls_bound(void); /* preload/fdcalls.c */
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static _Atomic int ready;
@@ -110,6 +113,13 @@ static void resolve(void) {
         dsp_warn("libaio: the manager is not ready: I/O passes through unexamined");
     } else if (dsp_guard_install() == 0) {
         dsp_aio_policy = (int)dsp_opt(DSP_OPT_AIO_BOUNCE);
+        /* The fd cache only where its hooks see every change (io/dio.h). */
+        if (dsp_fdcalls_bound())
+            __atomic_store_n(&dsp_dio_cache_on, 1, __ATOMIC_RELAXED);
+        else
+            dsp_info("libaio: the program's fd calls do not reach the shim's hooks (another "
+                     "definition first, or a sanitizer build): O_DIRECT and alignment are asked "
+                     "at each io_submit that needs them");
         active = 1;
         /* Before ready: until then no thread takes tab_mu or bounce's mu. */
         dsp_fork_register(DSP_FORK_AIO, dsp_aio_state_fork_child);
@@ -129,15 +139,17 @@ static inline void ensure_ready(void) {
 
 /* --- submission ----------------------------------------------------------- */
 
+/* Counted per thread (stats.h): no atomic add on a shared line per call. */
 static void count_classes(const uint64_t c[4], uint64_t n, uint64_t bytes) {
-    dsp_stat_add(DSP_ST_aio_iocbs, (uint64_t)n);
-    if (c[DSP_AIO_PASS]) dsp_stat_add(DSP_ST_aio_passthrough, c[DSP_AIO_PASS]);
-    if (c[DSP_AIO_DIRECT_PINNED]) dsp_stat_add(DSP_ST_aio_direct_pinned, c[DSP_AIO_DIRECT_PINNED]);
+    dsp_stat_add_mine(DSP_ST_aio_iocbs, (uint64_t)n);
+    if (c[DSP_AIO_PASS]) dsp_stat_add_mine(DSP_ST_aio_passthrough, c[DSP_AIO_PASS]);
+    if (c[DSP_AIO_DIRECT_PINNED])
+        dsp_stat_add_mine(DSP_ST_aio_direct_pinned, c[DSP_AIO_DIRECT_PINNED]);
     if (c[DSP_AIO_DIRECT_UNPINNED])
-        dsp_stat_add(DSP_ST_aio_direct_unpinned, c[DSP_AIO_DIRECT_UNPINNED]);
+        dsp_stat_add_mine(DSP_ST_aio_direct_unpinned, c[DSP_AIO_DIRECT_UNPINNED]);
     if (c[DSP_AIO_BOUNCED]) {
-        dsp_stat_add(DSP_ST_aio_bounced, c[DSP_AIO_BOUNCED]);
-        dsp_stat_add(DSP_ST_aio_bounce_bytes, bytes);
+        dsp_stat_add_mine(DSP_ST_aio_bounced, c[DSP_AIO_BOUNCED]);
+        dsp_stat_add_mine(DSP_ST_aio_bounce_bytes, bytes);
     }
 }
 
@@ -290,7 +302,10 @@ DSP_API int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event
 DSP_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
                           struct timespec *ts, sigset_t *mask) {
     ensure_ready();
+    /* A handler that runs meanwhile has mask: io/guard.h. */
+    int t = dsp_sigcalls_temp_begin(mask);
     int r = real.pgetevents(ctx, min_nr, nr, ev, ts, mask);
+    dsp_sigcalls_temp_end(t);
     finish(ev, r);
     return r;
 }

@@ -26,17 +26,17 @@ struct fdinfo {
     struct dsp_dio_align a;
 };
 
-/* O_DIRECT and alignment of fd, once per io_submit: 1 when O_DIRECT is on. */
+/* O_DIRECT and alignment of fd: 1 when O_DIRECT is on. From the fd cache
+ * kept across calls (dsp_dio_cached); this per-call list also spares
+ * repeated queries where that cache cannot keep an answer. */
 static int fd_query(int fd, struct fdinfo *cache, int *n, struct dsp_dio_align *a) {
     for (int i = 0; i < *n; i++)
         if (cache[i].fd == fd) {
             *a = cache[i].a;
             return cache[i].direct;
         }
-    int e = errno;
-    struct fdinfo fi = {fd, dsp_dio_is_direct(fd) == 1, {0, 0}};
-    if (fi.direct && dsp_dio_align(fd, &fi.a) != 0) fi.direct = 0;
-    errno = e;
+    struct fdinfo fi = {fd, 0, {0, 0}};
+    fi.direct = dsp_dio_cached(fd, &fi.a) == 1;
     if (*n < FD_CACHE) cache[(*n)++] = fi;
     *a = fi.a;
     return fi.direct;
@@ -292,6 +292,8 @@ long dsp_aio_classify(io_context_t ctx, struct iocb **ios, long n, struct dsp_ai
 /* The common case, in one pass and without a copy of the iocbs: every one a
  * plain read or write that the policy sends as it is (4 KiB-aligned under
  * misaligned, anything under never) or an opcode the shim never touches.
+ * Misaligned I/O counts as sent as it is where the fd cache already holds
+ * the fd as buffered (dsp_dio_peek: no query here, the general path asks).
  * Returns 1 with cls[] filled when that covers all n; 0 sends the call down
  * the general path (which also answers any bad pointer exactly). The hook's
  * cost here is a few loads and one registry lookup per iocb (bench/run:
@@ -314,8 +316,11 @@ int dsp_aio_fast_classify(struct iocb **ios, long n, uint8_t *cls) {
             }
             uint64_t buf = cb->aio_buf, len = cb->aio_nbytes;
             uint64_t bits = buf | len | (op == IOCB_CMD_PREAD ? (uint64_t)cb->aio_offset : 0);
+            /* Misaligned I/O on an fd the cache knows is buffered goes as
+             * it is too (issue 29: fio's buffered default). */
             if (dsp_aio_policy != DSP_AIO_BOUNCE_NEVER &&
-                (dsp_aio_policy != DSP_AIO_BOUNCE_MISALIGNED || (bits & (DSP_DIO_MAX_ALIGN - 1))))
+                (dsp_aio_policy != DSP_AIO_BOUNCE_MISALIGNED ||
+                 ((bits & (DSP_DIO_MAX_ALIGN - 1)) && dsp_dio_peek((int)cb->aio_fildes) != 0)))
                 break;
             cls[i] = len <= DSP_MAX_RW && dsp_reg_contains(buf, len) ? DSP_AIO_DIRECT_PINNED
                                                                      : DSP_AIO_DIRECT_UNPINNED;

@@ -7,6 +7,7 @@
 #include "errname.h"
 #include "log.h"
 #include "bounce.h"
+#include "dio.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -157,4 +158,7 @@ void dsp_aio_state_fork_child(void) {
     free_head = UINT32_MAX;
     high_water = 0;
     atomic_store_explicit(&dsp_aio_inflight, 0, memory_order_relaxed);
+    /* The child shares its open files with the parent, whose F_SETFL it
+     * does not see: it starts with no cached answer. */
+    dsp_dio_forget();
 }

@@ -1,7 +1,8 @@
 /* What O_DIRECT demands of an I/O on a given file descriptor, shared by the
  * libaio and cuFile wrappers. Each query is a system call (about 1.3 us on the
  * machines we measured, docs/io.md): callers ask only for I/O that is not
- * already aligned to DSP_DIO_MAX_ALIGN, and at most once per fd per call. */
+ * already aligned to DSP_DIO_MAX_ALIGN; the libaio hooks keep the answers
+ * across calls (dsp_dio_cached). */
 #ifndef DSP_DIO_H
 #define DSP_DIO_H
 
@@ -25,8 +26,29 @@ struct dsp_dio_align {
 /* The alignment O_DIRECT needs on fd's file: 0, or -errno (EBADF...). */
 int dsp_dio_align(int fd, struct dsp_dio_align *out);
 
-/* O_DIRECT set on fd now (flags change with F_SETFL; fds are reused, so this
- * is never cached): 1, 0, or -errno. */
+/* O_DIRECT set on fd now: 1, 0, or -errno. */
 int dsp_dio_is_direct(int fd);
+
+/* The fd cache of the libaio hooks (issue 29: an fcntl and a statx per
+ * io_submit of misaligned I/O). dsp_dio_cached answers as dsp_dio_is_direct
+ * and, when O_DIRECT is on, dsp_dio_align (*a filled; an fd whose alignment
+ * cannot be read answers 0): 1, 0, or -errno; from the cache when it holds
+ * fd, else with the two queries, kept for next time.
+ *
+ * An answer is kept for fds below DSP_DIO_CACHE_FDS and tagged with a
+ * process-wide generation; dsp_dio_forget bumps it, forgetting every answer.
+ * The hooks of preload/fdcalls.c call it after every call that can make an
+ * fd number name another open file or change a file's flags (close,
+ * close_range, closefrom, fclose, dup, dup2, dup3, fcntl F_SETFL and F_DUPFD,
+ * open, openat, creat, socket, accept, pipe...), and the fork child
+ * handler. Only while dsp_dio_cache_on (set by io/aio.c when those hooks are
+ * the ones the program reaches); otherwise every call queries. */
+#define DSP_DIO_CACHE_FDS 4096
+extern int dsp_dio_cache_on;
+int dsp_dio_cached(int fd, struct dsp_dio_align *a);
+/* The cache's answer for fd without asking: 1 O_DIRECT, 0 buffered, -1 not
+ * held (no system call, no store: usable inside a guarded region). */
+int dsp_dio_peek(int fd);
+void dsp_dio_forget(void);
 
 #endif

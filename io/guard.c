@@ -12,6 +12,8 @@
 
 DSP_TLS sigjmp_buf *dsp_guard_jmp;
 DSP_TLS int dsp_guard_faults_ok;
+DSP_TLS int dsp_guard_mask;
+int dsp_guard_ask;
 
 /* What SIGSEGV ([0]) and SIGBUS ([1]) did before us, and whether a one-shot
  * (SA_RESETHAND) handler among them has had its one call. */
@@ -112,7 +114,40 @@ static int install_one(int sig, struct sigaction *old) {
     return sigaction(sig, &sa, old) != 0 ? -errno : 0;
 }
 
+void dsp_guard_note_handler(int sig, const struct sigaction *act) {
+    if (!act || sig == SIGSEGV || sig == SIGBUS || act->sa_handler == SIG_DFL ||
+        act->sa_handler == SIG_IGN)
+        return;
+    if (sigismember(&act->sa_mask, SIGSEGV) == 1 || sigismember(&act->sa_mask, SIGBUS) == 1)
+        __atomic_store_n(&dsp_guard_ask, 1, __ATOMIC_RELAXED);
+}
+
+/* Whether the tracked mask can be trusted: the interposers are reached, and
+ * no handler installed before them (another library's constructor) runs with
+ * SIGSEGV or SIGBUS blocked. Once, at the first libaio call. */
+static void check_tracking(void) {
+    if (!dsp_sigcalls_bound()) {
+        __atomic_store_n(&dsp_guard_ask, 1, __ATOMIC_RELAXED);
+        dsp_info("libaio: the program's signal-mask calls do not reach the shim's hooks "
+                 "(another definition first, or a sanitizer build): each io_submit asks the "
+                 "kernel for the signal mask");
+        return;
+    }
+    for (int sig = 1; sig < SIGRTMIN; sig++) {
+        struct sigaction cur;
+        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &cur) == 0)
+            dsp_guard_note_handler(sig, &cur);
+    }
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) {
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) == 0) dsp_guard_note_handler(sig, &cur);
+    }
+}
+
 static void install(void) {
+    int e0 = errno;
+    check_tracking();
+    errno = e0;
     int rc = install_one(SIGSEGV, &old_act[0]);
     if (rc == 0) rc = install_one(SIGBUS, &old_act[1]);
     if (rc != 0) {
@@ -142,12 +177,26 @@ int dsp_guard_checked_ok(void) {
     return checked_ok;
 }
 
-int dsp_guard_enter(void) {
-    int prev = dsp_guard_faults_ok, e = errno;
+/* The kernel's answer: DSP_MASK_OPEN or DSP_MASK_CLOSED. */
+static int ask_kernel(void) {
+    int e = errno;
     sigset_t cur;
-    dsp_guard_faults_ok = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 &&
-                          !sigismember(&cur, SIGSEGV) && !sigismember(&cur, SIGBUS);
+    int open = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && !sigismember(&cur, SIGSEGV) &&
+               !sigismember(&cur, SIGBUS);
     errno = e;
+    return open ? DSP_MASK_OPEN : DSP_MASK_CLOSED;
+}
+
+int dsp_guard_enter(void) {
+    int prev = dsp_guard_faults_ok;
+    int m = __atomic_load_n(&dsp_guard_mask, __ATOMIC_RELAXED);
+    if (DSP_UNLIKELY(m == DSP_MASK_UNKNOWN || __atomic_load_n(&dsp_guard_ask, __ATOMIC_RELAXED))) {
+        /* A handler that changes the mask between the query and the store
+         * returns to the mask the query saw (sigreturn restores it). */
+        m = ask_kernel();
+        __atomic_store_n(&dsp_guard_mask, m, __ATOMIC_RELAXED);
+    }
+    dsp_guard_faults_ok = m == DSP_MASK_OPEN;
     return prev;
 }
 

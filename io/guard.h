@@ -17,6 +17,7 @@
 #define DSP_GUARD_H
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stddef.h>
 
 #include "internal.h"
@@ -31,12 +32,47 @@ extern DSP_TLS sigjmp_buf *dsp_guard_jmp;
  * default, and in a thread that blocks either) means checked copies only. */
 extern DSP_TLS int dsp_guard_faults_ok;
 
-/* Sets dsp_guard_faults_ok from the calling thread's signal mask (one system
- * call) and returns the previous value, for dsp_guard_leave. Every hook that
+/* The calling thread's SIGSEGV and SIGBUS as the shim knows them without
+ * asking the kernel (issue 29: one rt_sigprocmask per io_submit was the hook's
+ * whole cost). preload/sigcalls.c keeps it: every interposed call that may
+ * block either sets CLOSED before the real call, every one that may unblock
+ * either sets UNKNOWN after it; only a query of the kernel sets OPEN. So OPEN
+ * is never stale towards "blocked" for any change made through them, a
+ * signal handler that interrupts them included. 0 (UNKNOWN) in a new thread. */
+enum { DSP_MASK_UNKNOWN = 0, DSP_MASK_OPEN = 1, DSP_MASK_CLOSED = 2 };
+extern DSP_TLS int dsp_guard_mask;
+
+/* Non-zero when the tracked mask cannot be trusted, so that every
+ * dsp_guard_enter asks the kernel: the interposers are not the ones the
+ * program reaches (a sanitizer runtime or another preload in front of ours),
+ * or some signal handler runs with SIGSEGV or SIGBUS blocked (its sa_mask),
+ * where a hook it calls would see the interrupted code's mask. Set at
+ * dsp_guard_install and by the sigaction hook; never cleared. */
+extern int dsp_guard_ask;
+
+/* Sets dsp_guard_faults_ok from the calling thread's signal mask (tracked;
+ * one system call in a thread's first call, or each call with dsp_guard_ask)
+ * and returns the previous value, for dsp_guard_leave. Every hook that
  * reads or writes caller memory brackets that work with the two; the mask
  * cannot change in between (a signal handler that runs meanwhile restores it
  * on return, and brackets its own calls). */
 int dsp_guard_enter(void);
+
+/* For the sigaction hook and the scan at install: sets dsp_guard_ask when a
+ * handler for sig would run with SIGSEGV or SIGBUS blocked. SIGSEGV's and
+ * SIGBUS's own are not counted: ours stands in their place and calls them
+ * through pthread_sigmask (chain), which the tracking sees. */
+void dsp_guard_note_handler(int sig, const struct sigaction *act);
+
+/* 1 when the program reaches the shim's signal-mask interposers
+ * (preload/sigcalls.c) and not another definition in front of them. */
+int dsp_sigcalls_bound(void);
+
+/* Around a call that waits under a temporary mask m (io_pgetevents): the
+ * thread counts as blocking SIGSEGV/SIGBUS meanwhile where m does, and asks
+ * again afterwards (preload/sigcalls.c). */
+int dsp_sigcalls_temp_begin(const sigset_t *m);
+void dsp_sigcalls_temp_end(int t);
 void dsp_guard_leave(int prev);
 
 /* DSP_GUARDED(failed) { loads and stores of caller memory } : the block runs

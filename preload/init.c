@@ -4,10 +4,14 @@
 #include "stats.h"
 #include "sys.h"
 
-void dsp_malloc_init(void); /* malloc.c */
+void dsp_malloc_init(void);   /* malloc.c */
+void dsp_sigcalls_init(void); /* sigcalls.c */
+void dsp_fdcalls_init(void);  /* fdcalls.c */
 
 __attribute__((constructor)) static void dsp_preload_init(void) {
     dsp_sys_in_constructor(1); /* the pid is known (sys.h) */
+    dsp_sigcalls_init();
+    dsp_fdcalls_init();
     dsp_ensure_init();
     dsp_malloc_init();
     dsp_sys_in_constructor(0);

@@ -185,6 +185,13 @@ void *dsp_sym_next(const char *name, const char *lib_prefix) {
     return dsp_sym_next_v(name, NULL, lib_prefix);
 }
 
+int dsp_sym_ours(const char *name) {
+    Dl_info found, self;
+    void *p = glibc_dlsym(RTLD_DEFAULT, name);
+    return p && dladdr(p, &found) && dladdr((void *)dsp_sym_ours, &self) &&
+           found.dli_fbase == self.dli_fbase;
+}
+
 const char *dsp_sym_object(const void *p) {
     Dl_info info;
     if (!p || !dladdr(p, &info) || !info.dli_fname) return NULL;

@@ -31,6 +31,13 @@ void *dsp_sym_next(const char *name, const char *lib_prefix);
  * "libaio's symbols and conventions"). */
 void *dsp_sym_next_v(const char *name, const char *version, const char *lib_prefix);
 
+/* 1 when the program's own lookup of `name` (the global scope, in load order)
+ * finds this library's definition, 0 when another object's comes first (a
+ * sanitizer runtime, another preload, the program itself). Hooks that keep
+ * state up to date (the tracked signal mask, the fd cache) are trusted only
+ * where they are the ones called. */
+int dsp_sym_ours(const char *name);
+
 /* The file name (without folders) of the loaded object that holds address
  * `p`, or NULL. */
 const char *dsp_sym_object(const void *p);

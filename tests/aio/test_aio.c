@@ -398,7 +398,40 @@ static void run_threads(int shared) {
     }
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     if (shared) pthread_join(t[4], NULL);
+    /* Counted per thread (issue 29): kept when the threads have ended. */
     cr_assert_eq(stat_of("aio_bounced"), 800);
+    cr_assert_eq(stat_of("aio_iocbs"), 800);
+}
+
+/* A live thread's counts are in the totals (its own block, summed). */
+static int live_fd, ready[2], go[2];
+static void *submit_and_wait(void *arg) {
+    (void)arg;
+    io_context_t ctx = new_ctx(8);
+    char *buf = pinned_alloc(4096);
+    for (int i = 0; i < 10; i++) {
+        struct iocb cb;
+        read_checked(ctx, &cb, live_fd, buf, 4096, 4096LL * i);
+    }
+    char c = 1;
+    cr_assert_eq(write(ready[1], &c, 1), 1);
+    cr_assert_eq(read(go[0], &c, 1), 1);
+    return NULL;
+}
+
+Test(aio, counts_of_a_live_thread_are_in_the_totals) {
+    live_fd = open_direct(make_file(disk, FILE_SIZE), O_RDONLY);
+    cr_assert_eq(pipe(ready), 0);
+    cr_assert_eq(pipe(go), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, submit_and_wait, NULL);
+    char c;
+    cr_assert_eq(read(ready[0], &c, 1), 1);
+    cr_assert_eq(stat_of("aio_iocbs"), 10);
+    cr_assert_eq(stat_of("aio_direct_pinned"), 10);
+    cr_assert_eq(write(go[1], &c, 1), 1);
+    pthread_join(t, NULL);
+    cr_assert_eq(stat_of("aio_iocbs"), 10, "a thread's counts were lost when it ended");
 }
 
 Test(aio, threads_with_a_context_each) {

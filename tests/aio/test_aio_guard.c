@@ -10,11 +10,13 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 
 static const char *disk = "/tmp"; /* ext4: 512-byte DIO alignment */
 
@@ -408,4 +410,139 @@ Test(aio_guard, bad_context_gives_einval_with_sigsegv_blocked) {
     install_guard();
     block_all();
     bad_context_checks();
+}
+
+/* --- item: the tracked mask (issue 29) -------------------------------------
+ * The hooks no longer ask the kernel for the mask at each io_submit: the
+ * shim's pthread_sigmask, sigprocmask, siglongjmp, setcontext, sigblock ...
+ * keep it (preload/sigcalls.c). Each test lets an io_submit see SIGSEGV and
+ * SIGBUS unblocked first, then blocks one by another way, and passes a bad
+ * pointer: a stale "unblocked" would make a plain load that kills the
+ * process instead of -EFAULT. */
+
+/* The context and the guard first: io_setup's ring could take the address
+ * of a page unmapped before it. */
+static io_context_t seen_open(struct iocb **bad, char *(*make)(void)) {
+    io_context_t ctx = new_ctx(4);
+    install_guard();
+    bad[0] = (struct iocb *)make();
+    cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+    return ctx;
+}
+
+static void block_one(int how, int sig) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    cr_assert_eq(sigprocmask(how, &s, NULL), 0);
+}
+
+Test(aio_guard, sigprocmask_blocking_sigsegv_after_an_io_submit_is_seen) {
+    struct iocb *bad[1];
+    io_context_t ctx = seen_open(bad, gone_page);
+    block_one(SIG_BLOCK, SIGSEGV);
+    cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+}
+
+Test(aio_guard, sigblock_blocking_sigbus_after_an_io_submit_is_seen) {
+    struct iocb *bad[1];
+    io_context_t ctx = seen_open(bad, sigbus_page);
+    int (*block)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "sigblock"); /* deprecated */
+    block(1 << (SIGBUS - 1));
+    cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+}
+
+Test(aio_guard, siglongjmp_back_to_a_blocked_mask_is_seen) {
+    static sigjmp_buf env;
+    io_context_t ctx = new_ctx(4);
+    install_guard();
+    static struct iocb *bad[1];
+    bad[0] = (struct iocb *)gone_page();
+    block_one(SIG_BLOCK, SIGSEGV);
+    if (sigsetjmp(env, 1) == 0) {
+        block_one(SIG_UNBLOCK, SIGSEGV);
+        cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+        siglongjmp(env, 1);
+    }
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    cr_assert(sigismember(&now, SIGSEGV), "siglongjmp did not restore the mask");
+    cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+}
+
+Test(aio_guard, setcontext_back_to_a_blocked_mask_is_seen) {
+    static ucontext_t uc;
+    static volatile int back;
+    io_context_t ctx = new_ctx(4);
+    install_guard();
+    static struct iocb *bad[1];
+    bad[0] = (struct iocb *)gone_page();
+    block_one(SIG_BLOCK, SIGSEGV);
+    cr_assert_eq(getcontext(&uc), 0);
+    if (!back) {
+        back = 1;
+        block_one(SIG_UNBLOCK, SIGSEGV);
+        cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+        setcontext(&uc);
+    }
+    cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+}
+
+static io_context_t handler_ctx;
+static struct iocb **handler_bad;
+static volatile long handler_res;
+static void submit_from_handler(int sig) {
+    (void)sig;
+    handler_res = io_submit(handler_ctx, 1, handler_bad);
+}
+
+/* The handler runs with SIGSEGV blocked (its sa_mask): the interrupted
+ * code's tracked mask says unblocked. */
+/* After an io_submit that saw the mask open: SIGUSR1's handler submits a bad
+ * pointer, with SIGSEGV in its sa_mask or not. */
+static void submit_from_sigusr1(int block_segv) {
+    static struct iocb *bad[1];
+    handler_bad = bad;
+    handler_ctx = seen_open(bad, gone_page);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = submit_from_handler;
+    sigemptyset(&sa.sa_mask);
+    if (block_segv) sigaddset(&sa.sa_mask, SIGSEGV);
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+}
+
+Test(aio_guard, handler_that_blocks_sigsegv_gets_efault_from_io_submit) {
+    submit_from_sigusr1(1);
+    raise(SIGUSR1);
+    cr_assert_eq(handler_res, -EFAULT);
+}
+
+/* A thread starts with its creator's mask, which it has not asked for. */
+static void *submit_bad(void *arg) {
+    struct iocb *bad[1] = {(struct iocb *)arg};
+    return (void *)(intptr_t)io_submit(handler_ctx, 1, bad);
+}
+
+Test(aio_guard, thread_created_with_sigsegv_blocked_gets_efault) {
+    struct iocb *bad[1];
+    handler_ctx = seen_open(bad, gone_page);
+    block_one(SIG_BLOCK, SIGSEGV);
+    pthread_t t;
+    void *r;
+    pthread_create(&t, NULL, submit_bad, bad[0]);
+    pthread_join(t, &r);
+    cr_assert_eq((long)(intptr_t)r, -EFAULT);
+}
+
+/* sigsuspend's temporary mask blocks SIGSEGV while the handler runs. */
+Test(aio_guard, handler_run_in_sigsuspend_that_blocks_sigsegv_gets_efault) {
+    submit_from_sigusr1(0);
+    block_one(SIG_BLOCK, SIGUSR1);
+    raise(SIGUSR1); /* pending until sigsuspend */
+    sigset_t m;
+    sigfillset(&m);
+    sigdelset(&m, SIGUSR1);
+    cr_assert_eq(sigsuspend(&m), -1);
+    cr_assert_eq(handler_res, -EFAULT);
 }

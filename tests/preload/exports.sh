@@ -12,13 +12,17 @@ mallocs='malloc free calloc realloc reallocarray posix_memalign aligned_alloc me
 memcalls='mlockall mlock mlock2 munlock munlockall mprotect madvise'
 # The lookups that hand out the hooks (preload/dlsym.c).
 lookups='dlsym dlvsym'
+# The signal-mask calls (preload/sigcalls.c) and the fd calls (preload/fdcalls.c)
+# the libaio hooks track, unversioned like malloc (issue 29).
+sigcalls='pthread_sigmask sigprocmask sigaction siglongjmp longjmp __longjmp_chk setcontext swapcontext sigblock sigsetmask sighold sigrelse sigset sigsuspend ppoll __ppoll_chk pselect epoll_pwait epoll_pwait2'
+fdcalls='close close_range closefrom fclose dup dup2 dup3 fcntl fcntl64 open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2 creat socket accept accept4 pipe pipe2'
 bad=$(echo "$syms" | grep -v "^dsp_" | grep -v "^cu" | grep -v "^LIBAIO_0\.[145]$" |
-  grep -vxE "$(echo $mallocs $memcalls $lookups | tr ' ' '|')" |
+  grep -vxE "$(echo $mallocs $memcalls $lookups $sigcalls $fdcalls | tr ' ' '|')" |
   grep -v -x -e 'io_submit@@LIBAIO_0.1' -e 'io_getevents@@LIBAIO_0.4' -e 'io_getevents@LIBAIO_0.1' \
     -e 'io_cancel@@LIBAIO_0.4' -e 'io_cancel@LIBAIO_0.1' -e 'io_destroy@@LIBAIO_0.4' \
     -e 'io_pgetevents@@LIBAIO_0.5')
 if [ -n "$bad" ]; then echo "unexpected exports: $bad"; exit 1; fi
-for sym in $mallocs $memcalls $lookups cudaHostAlloc cudaFreeHost cudaPointerGetAttributes \
+for sym in $mallocs $memcalls $lookups $sigcalls $fdcalls cudaHostAlloc cudaFreeHost cudaPointerGetAttributes \
     cudaGetDriverEntryPoint cuMemHostAlloc cuMemAllocHost cuMemAllocHost_v2 cuMemFreeHost \
     cuMemHostRegister cuMemHostRegister_v2 cuMemHostUnregister cuGetProcAddress_v2 \
     cuFileRead cuFileWrite cuFileBufRegister cuFileBufDeregister cuFileHandleRegister \

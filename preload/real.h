@@ -1,0 +1,52 @@
+/* The next definition of a libc function a hook stands in front of, found
+ * once (RTLD_NEXT, through glibc's own dlsym: src/symbols.h) and kept: one
+ * load and a branch afterwards. Concurrent first calls find the same address.
+ * DSP_REAL_DECL(type, name) declares real_name(), which returns it; the
+ * library's constructor calls each once, so that no signal handler is the
+ * first to call one (dlsym is not async-signal-safe). */
+#ifndef DSP_REAL_H
+#define DSP_REAL_H
+
+#include "internal.h"
+#include "symbols.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+/* Under ASan or TSan the runtime stands in front of these calls and reaches
+ * the next definition itself, possibly ours, before it is initialised (an
+ * instrumented hook then crashes in TSan's start-up): the sanitizer builds
+ * define no hook here, and the libaio hooks ask the kernel, as the bound
+ * check would make them do anyway. */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) ||                               \
+    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DSP_NO_LIBC_HOOKS 1
+#endif
+
+#define DSP_REAL_DECL(type, name)                                                                  \
+    static type real_##name##_ptr;                                                                 \
+    static inline type real_##name(void) {                                                         \
+        type f = __atomic_load_n(&real_##name##_ptr, __ATOMIC_RELAXED);                            \
+        if (DSP_UNLIKELY(!f)) {                                                                    \
+            f = (type)dsp_real_dlsym(RTLD_NEXT, #name);                                            \
+            __atomic_store_n(&real_##name##_ptr, f, __ATOMIC_RELAXED);                             \
+        }                                                                                          \
+        return f;                                                                                  \
+    }
+
+/* For a list of DSP_REAL_DECL entries X(type, name): its name, and its lookup. */
+#define DSP_REAL_NAME(type, name) #name,
+#define DSP_REAL_FIND(type, name) (void)real_##name();
+
+/* 1 when the program's lookup of every one of names finds this library's
+ * definition (dsp_sym_ours). */
+static inline int dsp_real_all_ours(const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!dsp_sym_ours(names[i])) return 0;
+    return 1;
+}
+
+#endif
