@@ -55,8 +55,6 @@ static DSP_TLS int busy;            /* this thread is inside the slow path */
  * itself (not RTLD_NEXT: another allocator may sit there) on first use. */
 static size_t (*_Atomic real_usable)(void *);
 static void *(*_Atomic real_aligned_alloc)(size_t, size_t);
-static void *(*_Atomic real_reallocarray)(void *, size_t, size_t); /* for direct binding */
-static int (*_Atomic real_posix_memalign)(void **, size_t, size_t);
 static _Atomic int libc_resolved;
 
 /* With busy set (dlopen and dlsym allocate). */
@@ -69,10 +67,6 @@ static void resolve_libc_busy(void) {
     if (h) {
         atomic_store(&real_usable, (size_t(*)(void *))dlsym(h, "malloc_usable_size"));
         atomic_store(&real_aligned_alloc, (void *(*)(size_t, size_t))dlsym(h, "aligned_alloc"));
-        atomic_store(&real_reallocarray,
-                     (void *(*)(void *, size_t, size_t))dlsym(h, "reallocarray"));
-        atomic_store(&real_posix_memalign,
-                     (int (*)(void **, size_t, size_t))dlsym(h, "posix_memalign"));
         dlclose(h); /* drops only the reference RTLD_NOLOAD took */
     }
     if (!atomic_load(&real_usable))
@@ -508,19 +502,21 @@ HOOK(malloc_usable_size);
  * only where the hook is what the loader binds it to (no allocator preloaded
  * before us defines it). */
 static void bind_direct(void) {
-    resolve_libc_busy();
+    /* glibc's functions without an __libc_* name, from libc's own symbol
+     * table: a dlopen of libc would allocate, and set up glibc's heap in a
+     * process that never allocates. */
     const struct dsp_bind all[] = {
         BIND(malloc, __libc_malloc),
         BIND(free, __libc_free),
         BIND(calloc, __libc_calloc),
         BIND(realloc, __libc_realloc),
-        BIND(reallocarray, atomic_load(&real_reallocarray)),
-        BIND(posix_memalign, atomic_load(&real_posix_memalign)),
-        BIND(aligned_alloc, atomic_load(&real_aligned_alloc)),
+        BIND(reallocarray, dsp_libc_sym("reallocarray")),
+        BIND(posix_memalign, dsp_libc_sym("posix_memalign")),
+        BIND(aligned_alloc, dsp_libc_sym("aligned_alloc")),
         BIND(memalign, __libc_memalign),
         BIND(valloc, __libc_valloc),
         BIND(pvalloc, __libc_pvalloc),
-        BIND(malloc_usable_size, atomic_load(&real_usable)),
+        BIND(malloc_usable_size, dsp_libc_sym("malloc_usable_size")),
     };
     struct dsp_bind t[sizeof all / sizeof *all];
     int n = 0;
