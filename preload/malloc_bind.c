@@ -24,6 +24,7 @@
 #include "malloc_bind.h"
 
 #include "log.h"
+#include "symbols.h"
 
 #include <elf.h>
 #include <link.h>
@@ -49,8 +50,9 @@ struct walk {
     uintptr_t self; /* an address inside this library: its object is skipped */
     int rewritten, refused;
     /* The first pass: */
-    int index, self_index, others_before; /* objects seen; ours; others before it */
-    struct dl_phdr_info main;             /* a copy: the loader's lives for one callback */
+    int index, self_index;    /* objects seen; ours */
+    unsigned defined_before;  /* bit i: an object between the program and ours defines t[i] */
+    struct dl_phdr_info main; /* a copy: the loader's lives for one callback */
     int have_main;
     unsigned main_imports; /* bit i: the program imports t[i].name */
 };
@@ -190,9 +192,14 @@ static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
             name_imports(w, &o, rs.jmprel, rs.njmp);
             name_imports(w, &o, rs.rela, rs.nrela);
         }
-    } else if (strncmp(info->dlpi_name, "linux-", 6)) { /* the vDSO defines no allocator */
-        w->others_before++;
+        return 0;
     }
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            for (int k = 0; k < w->n; k++)
+                if (dsp_sym_defines((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                                    info->dlpi_addr, w->t[k].name))
+                    w->defined_before |= 1u << k;
     return 0;
 }
 
@@ -223,14 +230,15 @@ int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
     /* The names the loader binds to our hooks: where the lookup in the global
      * scope answers the hook; or, in a program that takes a name's address
      * without -fPIE (its PLT entry is then the address every object sees:
-     * the canonical PLT), when nothing but the program comes before this
-     * library and the program only imports the name. */
+     * the canonical PLT), when the program only imports the name and no
+     * object between it and this library defines it (valgrind's preloads
+     * come there, and define none). */
     struct dsp_bind t[32];
     int n = 0;
     for (int i = 0; i < nall && n < 32; i++)
         if (all[i].global == all[i].hook ||
             (w.have_main && holds(&w.main, all[i].global) && (w.main_imports >> i & 1) &&
-             w.self_index > 0 && !w.others_before))
+             w.self_index > 0 && !(w.defined_before >> i & 1)))
             t[n++] = all[i];
     w.t = t, w.n = n;
     if (n) dl_iterate_phdr(rebind, &w);

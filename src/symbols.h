@@ -25,6 +25,10 @@ void dsp_glibc_resolve(void);
  * NULL if not found. */
 void *dsp_libc_sym(const char *name);
 
+/* Whether the object loaded at base, with dynamic section `dynamic`, defines
+ * function `name` (any version): 1 or 0. Reads its tables only. */
+int dsp_sym_defines(const void *dynamic, uintptr_t base, const char *name);
+
 /* The next definition of `name` after this library: dlsym(RTLD_NEXT), else in
  * a loaded object whose file name starts with `lib_prefix` (such as
  * "libcudart.so"), found with dl_iterate_phdr and opened RTLD_NOLOAD: that is

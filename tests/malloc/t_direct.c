@@ -1,8 +1,10 @@
 /* Hints off, the program's calls of the malloc family reach glibc's own
  * functions with no hook in between: the slots of its GOT hold glibc's
  * addresses (issue 29: the hooks made malloc(64)+free 1.22x). Run as
- * `t_malloc_direct off` (DSP_MALLOC_MIN unset) and `t_malloc_direct on`
- * (hints on: the slots hold the hooks, which serve large blocks pinned).
+ * `t_malloc_direct off` (DSP_MALLOC_MIN unset), `t_malloc_direct on`
+ * (hints on: the slots hold the hooks, which serve large blocks pinned) and
+ * `t_malloc_direct other LIBMOTHER` (hints off, libmother.so preloaded first:
+ * the names it defines stay bound to it, the rest go to glibc).
  * The slots are read through the program's own relocations, so lazy
  * binding (the default here) and -z now both count. */
 #include "malloc_test.h"
@@ -12,6 +14,13 @@
 #include <link.h>
 #include <malloc.h>
 #include <string.h>
+
+#ifdef TAKE_ADDRESS
+/* Built without -fPIE, the program's PLT entries of malloc and free become
+ * their canonical addresses (docs/internals.md, "glibc's allocator"). */
+void *(*volatile taken_malloc)(size_t);
+void (*volatile taken_free)(void *);
+#endif
 
 struct find {
     const char *name;
@@ -60,7 +69,10 @@ int main(int argc, char **argv) {
     printf("SKIP: reads x86-64 relocations\n");
     return 77;
 #endif
-    int on = argc > 1 && !strcmp(argv[1], "on");
+    int on = argc > 1 && !strcmp(argv[1], "on"), other = argc > 1 && !strcmp(argv[1], "other");
+#ifdef TAKE_ADDRESS
+    taken_malloc = malloc, taken_free = free; /* in code: an absolute relocation */
+#endif
     /* One call of each first: a lazy slot is bound at its first call. */
     void *p = malloc(64), *q = calloc(2, 64), *r = NULL;
     __asm__ volatile("" : : "r"(p), "r"(q) : "memory"); /* keep GCC from eliding them */
@@ -74,13 +86,17 @@ int main(int argc, char **argv) {
     CHECK(libc && dladdr(shim("dsp_is_pinned"), &self));
     void *lib = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     CHECK(lib);
+    void *mother = other && argc > 2 ? dlopen(argv[2], RTLD_NOW | RTLD_NOLOAD) : NULL;
+    CHECK(!other || mother, "run as: t_malloc_direct other LIBMOTHER (preloaded first)");
     const char *names[] = {"malloc",  "free",           "calloc",
                            "realloc", "posix_memalign", "malloc_usable_size"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         void *got = slot(names[i]), *glibc = dlsym(libc, names[i]), *hook = dlsym(lib, names[i]);
         CHECK(got && glibc && hook && glibc != hook, "%s", names[i]);
-        CHECK(got == (on ? hook : glibc), "%s: slot %p, glibc's %p, the hook %p", names[i], got,
-              glibc, hook);
+        /* The other allocator's where it defines the name, else glibc's. */
+        void *want = on ? hook : other ? dlsym(mother, names[i]) : glibc;
+        CHECK(!other || i >= 4 || want != glibc, "%s: not defined by %s", names[i], argv[2]);
+        CHECK(got == want, "%s: slot %p, glibc's %p, the hook %p", names[i], got, glibc, hook);
     }
     if (on) { /* the hooks serve */
         void *big = malloc(1 << 20);
