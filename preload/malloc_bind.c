@@ -54,7 +54,8 @@ struct walk {
     unsigned defined_before;  /* bit i: an object between the program and ours defines t[i] */
     struct dl_phdr_info main; /* a copy: the loader's lives for one callback */
     int have_main;
-    unsigned main_imports; /* bit i: the program imports t[i].name */
+    unsigned main_defines;      /* bit i: the program defines t[i].name */
+    uintptr_t hook_lo, hook_hi; /* the lowest and highest hook address */
 };
 
 struct object {
@@ -86,13 +87,14 @@ static uintptr_t target(const struct walk *w, struct object *o, const ElfW(Rela)
     unsigned long type = ELF64_R_TYPE(r->r_info);
     if (type != R_JUMP_SLOT && type != R_GLOB_DAT) return 0;
     uintptr_t v = *(uintptr_t *)(o->info->dlpi_addr + r->r_offset);
-    for (int i = 0; i < w->n; i++)
-        if (v == w->t[i].hook) return w->t[i].real;
+    if (v - w->hook_lo <= w->hook_hi - w->hook_lo) /* libc alone has 1,500 relocations */
+        for (int i = 0; i < w->n; i++)
+            if (v == w->t[i].hook) return w->t[i].real;
     /* Not bound yet: a lazy PLT slot still points into its own object. */
     if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || !holds(o->info, v)) return 0;
     const char *name = o->strtab + o->symtab[ELF64_R_SYM(r->r_info)].st_name;
-    for (int i = 0; i < w->n; i++)
-        if (!strcmp(name, w->t[i].name)) return w->t[i].real;
+    for (int i = 0; i < w->n; i++) /* the first letter first: a program has hundreds */
+        if (name[0] == w->t[i].name[0] && !strcmp(name, w->t[i].name)) return w->t[i].real;
     return 0;
 }
 
@@ -165,15 +167,17 @@ static int parse(const struct dl_phdr_info *info, struct object *o, struct reloc
     return 0;
 }
 
-/* The first pass: where this library stands, and what the program imports. */
-static void name_imports(struct walk *w, const struct object *o, const ElfW(Rela) * r, size_t n) {
-    for (size_t k = 0; k < n && o->symtab && o->strtab; k++) {
-        unsigned long type = ELF64_R_TYPE(r[k].r_info);
-        const ElfW(Sym) *sym = &o->symtab[ELF64_R_SYM(r[k].r_info)];
-        if ((type != R_JUMP_SLOT && type != R_GLOB_DAT) || sym->st_shndx != SHN_UNDEF) continue;
-        for (int i = 0; i < w->n; i++)
-            if (!strcmp(o->strtab + sym->st_name, w->t[i].name)) w->main_imports |= 1u << i;
-    }
+/* The first pass: where this library stands, what the program and the
+ * objects before this library define. */
+static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
+    unsigned bits = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            for (int k = 0; k < w->n; k++)
+                if (dsp_sym_defines((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                                    info->dlpi_addr, w->t[k].name))
+                    bits |= 1u << k;
+    return bits;
 }
 
 static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -184,22 +188,10 @@ static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
         w->self_index = at;
         return 1;
     }
-    if (at == 0) {
-        w->main = *info, w->have_main = 1;
-        struct object o = {.info = info};
-        struct relocs rs;
-        if (!parse(info, &o, &rs)) {
-            name_imports(w, &o, rs.jmprel, rs.njmp);
-            name_imports(w, &o, rs.rela, rs.nrela);
-        }
-        return 0;
-    }
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            for (int k = 0; k < w->n; k++)
-                if (dsp_sym_defines((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
-                                    info->dlpi_addr, w->t[k].name))
-                    w->defined_before |= 1u << k;
+    if (at == 0)
+        w->main = *info, w->have_main = 1, w->main_defines = defines(info, w);
+    else
+        w->defined_before |= defines(info, w);
     return 0;
 }
 
@@ -230,17 +222,22 @@ int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
     /* The names the loader binds to our hooks: where the lookup in the global
      * scope answers the hook; or, in a program that takes a name's address
      * without -fPIE (its PLT entry is then the address every object sees:
-     * the canonical PLT), when the program only imports the name and no
+     * the canonical PLT, an undefined symbol to its own table), when the
+     * program does not define the name and no
      * object between it and this library defines it (valgrind's preloads
      * come there, and define none). */
     struct dsp_bind t[32];
     int n = 0;
     for (int i = 0; i < nall && n < 32; i++)
         if (all[i].global == all[i].hook ||
-            (w.have_main && holds(&w.main, all[i].global) && (w.main_imports >> i & 1) &&
+            (w.have_main && holds(&w.main, all[i].global) && !(w.main_defines >> i & 1) &&
              w.self_index > 0 && !(w.defined_before >> i & 1)))
             t[n++] = all[i];
-    w.t = t, w.n = n;
+    w.t = t, w.n = n, w.hook_lo = UINTPTR_MAX, w.hook_hi = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].hook < w.hook_lo) w.hook_lo = t[i].hook;
+        if (t[i].hook > w.hook_hi) w.hook_hi = t[i].hook;
+    }
     if (n) dl_iterate_phdr(rebind, &w);
     if (w.refused)
         dsp_info("malloc: %d object(s) refused a write to their read-only GOT; their calls go "
