@@ -132,32 +132,16 @@ static int parse(const struct dl_phdr_info *info, struct object *o, struct reloc
     size_t jmpsz = 0, relasz = 0, relacount = 0;
     int pltrela = 1;
     for (; dyn->d_tag != DT_NULL; dyn++) {
-        switch (dyn->d_tag) {
-        case DT_JMPREL:
-            jmprel = (const ElfW(Rela) *)dyn_ptr(info, dyn->d_un.d_ptr);
-            break;
-        case DT_PLTRELSZ:
-            jmpsz = dyn->d_un.d_val;
-            break;
-        case DT_PLTREL:
-            pltrela = dyn->d_un.d_val == DT_RELA;
-            break;
-        case DT_RELA:
-            rela = (const ElfW(Rela) *)dyn_ptr(info, dyn->d_un.d_ptr);
-            break;
-        case DT_RELASZ:
-            relasz = dyn->d_un.d_val;
-            break;
-        case DT_RELACOUNT:
-            relacount = dyn->d_un.d_val;
-            break;
-        case DT_SYMTAB:
-            o->symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
-            break;
-        case DT_STRTAB:
-            o->strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
-            break;
-        }
+        uintptr_t a = dyn_ptr(info, dyn->d_un.d_ptr); /* for the address entries */
+        size_t v = dyn->d_un.d_val;                   /* for the others */
+        if (dyn->d_tag == DT_JMPREL) jmprel = (const ElfW(Rela) *)a;
+        if (dyn->d_tag == DT_PLTRELSZ) jmpsz = v;
+        if (dyn->d_tag == DT_PLTREL) pltrela = v == DT_RELA;
+        if (dyn->d_tag == DT_RELA) rela = (const ElfW(Rela) *)a;
+        if (dyn->d_tag == DT_RELASZ) relasz = v;
+        if (dyn->d_tag == DT_RELACOUNT) relacount = v;
+        if (dyn->d_tag == DT_SYMTAB) o->symtab = (const ElfW(Sym) *)a;
+        if (dyn->d_tag == DT_STRTAB) o->strtab = (const char *)a;
     }
     if (!pltrela) return -1; /* REL relocations: not on the architectures above */
     *rs = (struct relocs){jmprel, NULL, jmprel ? jmpsz / sizeof *jmprel : 0, 0};
