@@ -12,7 +12,8 @@
  *      exists.
  * Goals: 1 and 2 at most 1.05x, 3 at most +0.5 ms (issue 5); 1, the churn and
  * the dict at most 1.03x (issue 29). Ratios are per round (each round runs
- * both sides), shown as min / median / max. */
+ * both sides; the churn and the dict each side twice, the faster run kept),
+ * shown as min / median / max. */
 #include "schema.h"
 #include "timing.h"
 
@@ -227,6 +228,17 @@ static double run_child(const char *what, int quick, const char *const *env_add)
     return child_output(what, quick, env_add, buf, sizeof buf) ? -1 : atof(buf);
 }
 
+/* Each side twice, in the order A B B A, and each side's faster run: a run
+ * that another job's burst slowed is dropped, and neither side always goes
+ * first (issue 29's goals are 3% where this machine's runs swing by 50%). */
+static void best_of_abba(const char *what, int quick, const char *const *env_a,
+                         const char *const *env_b, double *a, double *b) {
+    double a1 = run_child(what, quick, env_a), b1 = run_child(what, quick, env_b);
+    double b2 = run_child(what, quick, env_b), a2 = run_child(what, quick, env_a);
+    *a = a1 < 0 || a2 < 0 ? -1 : a1 < a2 ? a1 : a2;
+    *b = b1 < 0 || b2 < 0 ? -1 : b1 < b2 ? b1 : b2;
+}
+
 /* One /bin/true spawned and reaped: wall ms, and the child's CPU ms in *cpu. */
 static double spawn_true(const char *preload, double *cpu) {
     char pre[4200];
@@ -324,14 +336,12 @@ int main(int argc, char **argv) {
         b[3][r] = b[4][r] = run_child("large", quick, glibc_fresh);
         a[3][r] = run_child("large", quick, fresh);
         a[4][r] = run_child("large", quick, pooled);
-        a[CHURN][r] = run_child("churn", quick, off);
-        b[CHURN][r] = run_child("churn", quick, none);
+        best_of_abba("churn", quick, off, none, &a[CHURN][r], &b[CHURN][r]);
         a[PYDICT][r] = b[PYDICT][r] = a[PYDICT_MALLOC][r] = b[PYDICT_MALLOC][r] = 1;
         if (have_python) {
-            b[PYDICT][r] = run_child("pydict", quick, none);
-            a[PYDICT][r] = run_child("pydict", quick, off);
-            a[PYDICT_MALLOC][r] = run_child("pydict", quick, off_pym);
-            b[PYDICT_MALLOC][r] = run_child("pydict", quick, none_pym);
+            best_of_abba("pydict", quick, off, none, &a[PYDICT][r], &b[PYDICT][r]);
+            best_of_abba("pydict", quick, off_pym, none_pym, &a[PYDICT_MALLOC][r],
+                         &b[PYDICT_MALLOC][r]);
         }
         for (int k = 0; k < N; k++) ratio[k][r] = a[k][r] / b[k][r];
         for (int k = 0; k < N; k++)
