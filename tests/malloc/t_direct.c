@@ -4,7 +4,10 @@
  * `t_malloc_direct off` (DSP_MALLOC_MIN unset), `t_malloc_direct on`
  * (hints on: the slots hold the hooks, which serve large blocks pinned) and
  * `t_malloc_direct other LIBMOTHER` (hints off, libmother.so preloaded first:
- * the names it defines stay bound to it, the rest go to glibc).
+ * the names it defines stay bound to it, the rest go to glibc) and
+ * `t_malloc_direct refused` (hints off, built with -z now so that its GOT is
+ * read-only, run under no_write_mprotect: the slots keep the hooks, and the
+ * program works).
  * The slots are read through the program's own relocations, so lazy
  * binding (the default here) and -z now both count. */
 #include "malloc_test.h"
@@ -70,6 +73,7 @@ int main(int argc, char **argv) {
     return 77;
 #endif
     int on = argc > 1 && !strcmp(argv[1], "on"), other = argc > 1 && !strcmp(argv[1], "other");
+    int refused = argc > 1 && !strcmp(argv[1], "refused");
 #ifdef TAKE_ADDRESS
     taken_malloc = malloc, taken_free = free; /* in code: an absolute relocation */
 #endif
@@ -94,7 +98,7 @@ int main(int argc, char **argv) {
         void *got = slot(names[i]), *glibc = dlsym(libc, names[i]), *hook = dlsym(lib, names[i]);
         CHECK(got && glibc && hook && glibc != hook, "%s", names[i]);
         /* The other allocator's where it defines the name, else glibc's. */
-        void *want = on ? hook : other ? dlsym(mother, names[i]) : glibc;
+        void *want = on || refused ? hook : other ? dlsym(mother, names[i]) : glibc;
         CHECK(!other || i >= 4 || want != glibc, "%s: not defined by %s", names[i], argv[2]);
         CHECK(got == want, "%s: slot %p, glibc's %p, the hook %p", names[i], got, glibc, hook);
     }
