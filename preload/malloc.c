@@ -17,10 +17,12 @@
 #include "block.h"
 #include "config.h"
 #include "log.h"
+#include "malloc_bind.h"
 #include "malloc_rules.h"
 #include "manager.h"
 #include "sys.h"
 #include "stats.h"
+#include "symbols.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -136,11 +138,15 @@ static int hints_ready(void) {
     return atomic_load_explicit(&gate, memory_order_acquire) != 0;
 }
 
-/* Library constructor: decides the rules before main. */
+static void bind_direct(void);
+
+/* Library constructor: decides the rules before main; with hints off, binds
+ * the program straight to glibc's allocator (bind_direct). */
 void dsp_malloc_init(void) {
     if (busy) return;
     busy = 1;
-    hints_ready();
+    if (hints_ready() && atomic_load_explicit(&gate, memory_order_acquire) == SIZE_MAX)
+        bind_direct();
     busy = 0;
 }
 
@@ -468,4 +474,61 @@ DSP_API size_t malloc_usable_size(void *p) {
     if (DSP_LIKELY(!dsp_in_arena(p))) return usable_foreign(p);
     struct dsp_block b;
     return hinted_block(p, &b) ? b.base + b.len - (uintptr_t)p : 0;
+}
+
+/* --- hints off: no hook at all ------------------------------------------------ */
+
+/* Our own entry points, by a hidden name: their addresses within this library,
+ * whatever another object defines under the public name. */
+#define BIND(name, real)                                                                           \
+    { (uintptr_t) hook_##name, (uintptr_t)(real), #name, 0 }
+#define HOOK(name)                                                                                 \
+    extern __typeof__(name) hook_##name                                                            \
+        __attribute__((alias(#name), copy(name), visibility("hidden")))
+HOOK(malloc);
+HOOK(free);
+HOOK(calloc);
+HOOK(realloc);
+HOOK(reallocarray);
+HOOK(posix_memalign);
+HOOK(aligned_alloc);
+HOOK(memalign);
+HOOK(valloc);
+HOOK(pvalloc);
+HOOK(malloc_usable_size);
+
+/* With hints off every hook only forwards to glibc: one compare and an
+ * indirect jump on calls that cost 9 ns a pair (issue 29). The objects loaded
+ * now are bound to glibc's functions instead (malloc_bind.c); objects loaded
+ * later (dlopen), pointers taken with dlsym, and the loader's own allocations
+ * keep reaching glibc through the hooks. Which block came from which path
+ * does not matter: with hints off every block is glibc's. A name is bound
+ * only where the hook is what the loader binds it to (no allocator preloaded
+ * before us defines it). */
+static void bind_direct(void) {
+    /* glibc's functions without an __libc_* name, from libc's own symbol
+     * table: a dlopen of libc would allocate, and set up glibc's heap in a
+     * process that never allocates. */
+    const struct dsp_bind all[] = {
+        BIND(malloc, __libc_malloc),
+        BIND(free, __libc_free),
+        BIND(calloc, __libc_calloc),
+        BIND(realloc, __libc_realloc),
+        BIND(reallocarray, dsp_libc_sym("reallocarray")),
+        BIND(posix_memalign, dsp_libc_sym("posix_memalign")),
+        BIND(aligned_alloc, dsp_libc_sym("aligned_alloc")),
+        BIND(memalign, __libc_memalign),
+        BIND(valloc, __libc_valloc),
+        BIND(pvalloc, __libc_pvalloc),
+        BIND(malloc_usable_size, dsp_libc_sym("malloc_usable_size")),
+    };
+    struct dsp_bind t[sizeof all / sizeof *all];
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (all[i].real) {
+            t[n] = all[i];
+            t[n++].global = (uintptr_t)dsp_real_dlsym(RTLD_DEFAULT, all[i].name);
+        }
+    int slots = dsp_bind_direct(t, n, (uintptr_t)hook_malloc);
+    dsp_debug("malloc hints off: %d GOT slot(s) bound to glibc", slots);
 }

@@ -54,7 +54,8 @@ struct elf_tables {
 NO_SANITIZE static const ElfW(Sym) *
     defined(const struct elf_tables *t, uint32_t i, const char *name) {
     const ElfW(Sym) *s = &t->symtab[i];
-    if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC) return NULL;
+    unsigned type = ELF64_ST_TYPE(s->st_info);
+    if (s->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC)) return NULL;
     return same_str(t->strtab + s->st_name, name) ? s : NULL;
 }
 
@@ -86,22 +87,36 @@ NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, cons
     return NULL;
 }
 
-NO_SANITIZE static int find_in(const struct link_map *l) {
+/* The symbol tables of the object at base with dynamic section dyn: 1 and
+ * *t, or 0. */
+NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct elf_tables *t) {
+    *t = (struct elf_tables){0};
+    for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
+        /* The loader relocates these in place where the dynamic section is
+         * writable; elsewhere they are still offsets. */
+        ElfW(Addr) a = d->d_un.d_ptr < base ? base + d->d_un.d_ptr : d->d_un.d_ptr;
+        if (d->d_tag == DT_SYMTAB) t->symtab = (const void *)a;
+        if (d->d_tag == DT_STRTAB) t->strtab = (const void *)a;
+        if (d->d_tag == DT_GNU_HASH) t->gnu_hash = (const void *)a;
+        if (d->d_tag == DT_HASH) t->sysv_hash = (const void *)a;
+    }
+    return t->symtab && t->strtab;
+}
+
+/* The symbol tables of l when it is the C library (or, with libdl, libdl):
+ * 1 and *t, else 0. */
+NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct elf_tables *t) {
     const char *base = l->l_name;
     for (const char *p = l->l_name; p && *p; p++)
         if (*p == '/') base = p + 1;
-    if (!base || (!has_prefix(base, "libc.so.") && !has_prefix(base, "libdl.so."))) return 0;
-    struct elf_tables t = {0};
-    for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
-        /* The loader relocates these in place where the dynamic section is
-         * writable; elsewhere they are still offsets. */
-        ElfW(Addr) a = d->d_un.d_ptr < l->l_addr ? l->l_addr + d->d_un.d_ptr : d->d_un.d_ptr;
-        if (d->d_tag == DT_SYMTAB) t.symtab = (const void *)a;
-        if (d->d_tag == DT_STRTAB) t.strtab = (const void *)a;
-        if (d->d_tag == DT_GNU_HASH) t.gnu_hash = (const void *)a;
-        if (d->d_tag == DT_HASH) t.sysv_hash = (const void *)a;
-    }
-    if (!t.symtab || !t.strtab) return 0;
+    if (!base || (!has_prefix(base, "libc.so.") && !(libdl && has_prefix(base, "libdl.so."))))
+        return 0;
+    return tables(l->l_ld, l->l_addr, t);
+}
+
+NO_SANITIZE static int find_in(const struct link_map *l) {
+    struct elf_tables t;
+    if (!libc_tables(l, 1, &t)) return 0;
     const ElfW(Sym) *s = elf_lookup(&t, "dlsym"), *v = elf_lookup(&t, "dlvsym");
     if (!s || !v) return 0; /* libc.so.6 before 2.34 has neither: libdl.so.2 comes */
     __atomic_store_n(&dsp_glibc_dlvsym_ptr, (void *)(l->l_addr + v->st_value), __ATOMIC_RELEASE);
@@ -120,6 +135,22 @@ NO_SANITIZE void dsp_glibc_resolve(void) {
                               "every dlsym returns NULL\n";
     ssize_t w = write(2, msg, sizeof msg - 1); /* nothing else works yet */
     (void)w;
+}
+
+void *dsp_libc_sym(const char *name) {
+    struct elf_tables t;
+    for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
+        if (libc_tables(l, 0, &t)) {
+            const ElfW(Sym) *s = elf_lookup(&t, name);
+            return s && ELF64_ST_TYPE(s->st_info) == STT_FUNC ? (void *)(l->l_addr + s->st_value)
+                                                              : NULL;
+        }
+    return NULL;
+}
+
+int dsp_sym_defines(const void *dynamic, uintptr_t base, const char *name) {
+    struct elf_tables t;
+    return tables(dynamic, base, &t) && elf_lookup(&t, name);
 }
 
 static void *glibc_dlsym(void *h, const char *name) {

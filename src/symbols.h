@@ -19,6 +19,16 @@ void *dsp_real_dlvsym(void *handle, const char *name, const char *version);
 extern void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
 void dsp_glibc_resolve(void);
 
+/* glibc's own definition of function `name` in the C library (any version),
+ * read from libc.so.6's symbol table: no lookup in any scope (another
+ * allocator preloaded after the shim is not seen), no lock, no allocation.
+ * NULL if not found. */
+void *dsp_libc_sym(const char *name);
+
+/* Whether the object loaded at base, with dynamic section `dynamic`, defines
+ * function `name` (any version): 1 or 0. Reads its tables only. */
+int dsp_sym_defines(const void *dynamic, uintptr_t base, const char *name);
+
 /* The next definition of `name` after this library: dlsym(RTLD_NEXT), else in
  * a loaded object whose file name starts with `lib_prefix` (such as
  * "libcudart.so"), found with dl_iterate_phdr and opened RTLD_NOLOAD: that is
