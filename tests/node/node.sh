@@ -42,6 +42,26 @@ wait_for() {
 vmlck_kb() { awk '/^VmLck:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 live_rows() { "$dsp" stats --node --key "$key" | grep -c ' live$'; }
 
+# idle_cuda_rank_yields TAG: node_cuda pools a registered 768 MiB and idles
+# (out.TAG); another process's 768 MiB under a 1 GiB node cap is given
+# within DSP_NODE_WAIT, the idle rank's VmLck back to nothing, its span
+# unregistered with the driver once.
+idle_cuda_rank_yields() {
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
+  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.$1" 2>"$top/err.$1" &
+  p=$!
+  wait_for "$top/out.$1" '^pooled'
+  sleep 0.5 # its timer publishes the pooled figure every 50 ms
+  [ "$(vmlck_kb $p)" -ge $((768 * 1024)) ] || fail "the CUDA rank's pool is not locked: $(vmlck_kb $p) kB"
+  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
+    fail "the idle CUDA pool did not yield: $(cat "$top/out.q"); VmLck of the idle rank $(vmlck_kb $p) kB"
+  echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
+  [ "$(vmlck_kb $p)" -lt 1024 ] || fail "the idle rank still locks $(vmlck_kb $p) kB"
+  touch "$stop"
+  wait $p || fail "the CUDA rank: $(cat "$top/out.$1")"
+  grep -q '^unregistered 1$' "$top/out.$1" || fail "not unregistered with the driver once: $(cat "$top/out.$1")"
+}
+
 # churn_through MODE WHAT PHRASE: node_pin churn (MODE: single or threaded)
 # joins the ledger; WHAT (a shell command) is done to it by another process;
 # the churner must warn once with PHRASE, keep pinning with nothing refused,
@@ -187,17 +207,9 @@ node_cuda_yield_makes_no_context_on_another_device)
   # primary context in a rank that works on device 1 (hundreds of MiB of
   # GPU 0 in every rank of a node on real GPUs). They run on the device the
   # program registers on.
-  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G FAKECUDA_DEVICES=2
-  NODE_CUDA_DEVICE=1 LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
-  p=$!
-  wait_for "$top/out.p" '^pooled'
-  sleep 0.5
-  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
-    fail "the idle CUDA pool did not yield: $(cat "$top/out.q")"
-  touch "$stop"
-  wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
-  grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered once: $(cat "$top/out.p")"
-  grep -q '^contexts 2$' "$top/out.p" || fail "a context on a device the program never used: $(cat "$top/out.p")"
+  export FAKECUDA_DEVICES=2
+  NODE_CUDA_DEVICE=1 idle_cuda_rank_yields d
+  grep -q '^contexts 2$' "$top/out.d" || fail "a context on a device the program never used: $(cat "$top/out.d")"
   ;;
 node_cuda_pool_yields_to_the_node_cap)
   # Regression (issue 30): a CUDA rank's cudaHostAlloc(768 MiB) freed with
@@ -207,19 +219,7 @@ node_cuda_pool_yields_to_the_node_cap)
   # held VmLck 768 MiB: the timer gave back the unregistered pool only. Its
   # registered spans freed by cudaFreeHost (the device waited for) yield
   # within the wait, unregistered with the driver first, as the plain pool's.
-  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=1G
-  LD_PRELOAD="$lib" "$NODE_CUDA" pool 768 "$stop" >"$top/out.p" 2>"$top/err.p" &
-  p=$!
-  wait_for "$top/out.p" '^pooled'
-  sleep 0.5 # its timer publishes the pooled figure every 50 ms
-  [ "$(vmlck_kb $p)" -ge $((768 * 1024)) ] || fail "the CUDA rank's pool is not locked: $(vmlck_kb $p) kB"
-  DSP_NODE_WAIT=5000 run want 768 0 >"$top/out.q" 2>"$top/err.q" ||
-    fail "the idle CUDA pool did not yield: $(cat "$top/out.q"); VmLck of the idle rank $(vmlck_kb $p) kB"
-  echo "given after $(sed -n 's/^got //p' "$top/out.q") ms"
-  [ "$(vmlck_kb $p)" -lt 1024 ] || fail "the idle rank still locks $(vmlck_kb $p) kB"
-  touch "$stop"
-  wait $p || fail "the CUDA rank: $(cat "$top/out.p")"
-  grep -q '^unregistered 1$' "$top/out.p" || fail "not unregistered with the driver once: $(cat "$top/out.p")"
+  idle_cuda_rank_yields p
   # The same while the idle rank's own thread holds a graph capture in the
   # global mode: the timer's calls (relaxed) are not refused for it, and
   # leave it valid.
