@@ -56,6 +56,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -205,21 +206,24 @@ static void row(const char *id, const char *what, const double *node, const doub
     schema_goal(f, g);
 }
 
-/* The ledger slot of process pid, read-only (this run's ledger), or NULL;
- * *map for munmap. */
+/* The ledger slot of process pid, read-only (this run's ledger: its file
+ * names the shared memory, attached here), or NULL; *map for shmdt. */
 static const struct dsp_ledger_slot *slot_of(pid_t pid, struct dsp_ledger_map **map) {
-    char k[96], path[160];
+    char k[96], path[160], why_buf[160];
+    const char *why;
+    struct dsp_ledger_file lf;
     snprintf(k, sizeof k, "key:%s", key);
     dsp_ledger_path(path, sizeof path, "/dev/shm", (unsigned)geteuid(), k);
     int fd = open(path, O_RDONLY);
     if (fd < 0) return NULL;
-    *map = mmap(NULL, sizeof **map, PROT_READ, MAP_SHARED, fd, 0);
+    int rc = dsp_ledger_read_file(fd, &lf, (unsigned)geteuid(), why_buf, &why);
     close(fd);
-    if (*map == MAP_FAILED) return NULL;
+    *map = rc == 0 ? dsp_ledger_attach(&lf, (unsigned)geteuid(), 1) : NULL;
+    if (!*map) return NULL;
     for (unsigned i = 0; i < DSP_LEDGER_SLOTS; i++)
         if (atomic_load(&(*map)->slot[i].state) == 1 && (*map)->slot[i].pid == pid)
             return &(*map)->slot[i];
-    munmap(*map, sizeof **map);
+    shmdt(*map);
     return NULL;
 }
 
@@ -276,7 +280,7 @@ static double give_back(const char *holder, double *yield) {
             }
             usleep(200);
         }
-        if (held) munmap(map, sizeof *map);
+        if (held) shmdt(map);
         if (read(fd[0], &r, sizeof r) != sizeof r) r = -1;
         close(fd[0]);
         waitpid(c, NULL, 0);
