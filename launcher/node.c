@@ -36,7 +36,7 @@ int node_view_open(const char *path, struct node_view *v, const char **why) {
         bad = "belongs to another user";
     else {
         int rc = dsp_ledger_read_file(v->fd, &f, (unsigned)geteuid(), v->why, &bad);
-        if (rc != 0 && rc != -EINVAL && rc != -EPROTO) bad = strerror(-rc);
+        if (rc != 0 && rc != -EINVAL && rc != -EPROTO && rc != -ENODATA) bad = strerror(-rc);
     }
     if (!bad) {
         v->map = dsp_ledger_attach(&f, (unsigned)geteuid(), 1);

@@ -153,6 +153,9 @@ int dsp_ledger_read_file(int fd, struct dsp_ledger_file *f, unsigned uid, char *
         return *why = out, -EPROTO;
     }
     if (n != sizeof p) return *why = "has the wrong size", -EINVAL;
+    /* A page without magic: its creator died between sizing the file and
+     * its one pwrite (both under the flock); no process ever joined it. */
+    if (p.f.magic == 0) return *why = "is not written yet", -ENODATA;
     if (p.f.magic != DSP_LEDGER_MAGIC) return *why = "is corrupt (bad magic)", -EINVAL;
     if (p.f.layout != LAYOUT) {
         char rel[sizeof p.f.release + 1];
@@ -290,43 +293,34 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
     c->ram = dsp_sys_ram();
     if (strlen(key) >= DSP_LEDGER_KEY_MAX) return refuse(c, "has a key too long", 0, why, err);
     struct stat st;
-    int rc;
+    struct dsp_ledger_file f = {0};
+    const char *bad = NULL;
+    int rc, fresh;
     for (int tries = 0;; tries++) {
         rc = open_locked(c, path, &st, why, err);
         if (rc < 0) return rc;
-        if (rc == 0 && st.st_size != 0) {
-            struct dsp_ledger_file probe;
-            const char *bad;
-            /* Another format's or build's file that no live process holds
-             * (an upgrade left it): removed, and made anew. A process of
-             * that version that still has it open keeps its own file; one
-             * waiting for its flock sees the name changed and opens again. */
-            if (dsp_ledger_read_file(c->fd, &probe, (unsigned)geteuid(), c->why, &bad) == -EPROTO &&
-                !dsp_ledger_in_use(c->fd) && unlink(path) == 0) {
-                close(c->fd);
-                c->fd = -1;
-                rc = 1;
-            }
-        }
-        if (rc == 0) break;
-        if (tries == 3) return refuse(c, "keeps being replaced by another process", 0, why, err);
-    }
-    struct dsp_ledger_file f = {0};
-    int fresh = st.st_size == 0;
-    if (!fresh) {
-        const char *bad;
+        if (rc == 1) goto again;
+        fresh = st.st_size == 0;
+        if (fresh) break;
         rc = dsp_ledger_read_file(c->fd, &f, (unsigned)geteuid(), c->why, &bad);
-        if (rc == -EINVAL && !strcmp(bad, "is corrupt (bad magic)")) {
-            /* No magic under the flock: no process ever finished writing
-             * it (the page is one pwrite, made under this flock); whatever a
-             * creator killed half way left is overwritten. */
-            union file_page p;
-            fresh = pread(c->fd, &p, sizeof p, 0) == (ssize_t)sizeof p && p.f.magic == 0;
+        /* Another format's or build's file that no live process holds (an
+         * upgrade left it): removed, and made anew. A process of that
+         * version that still has it open keeps its own file; one waiting
+         * for its flock sees the name changed and opens again. */
+        if (rc == -EPROTO && !dsp_ledger_in_use(c->fd) && unlink(path) == 0) {
+            close(c->fd);
+            c->fd = -1;
+            goto again;
         }
-        if (!fresh && rc != 0)
-            return refuse(c, bad, rc == -EINVAL || rc == -EPROTO ? 0 : -rc, why, err);
-        if (!fresh && strcmp(f.key, key) != 0)
-            return refuse(c, "belongs to another key", 0, why, err);
+        /* No magic under the flock: whatever a creator killed half way
+         * left is written over. */
+        fresh = rc == -ENODATA;
+        if (fresh) break;
+        if (rc != 0) return refuse(c, bad, rc == -EINVAL || rc == -EPROTO ? 0 : -rc, why, err);
+        if (strcmp(f.key, key) != 0) return refuse(c, "belongs to another key", 0, why, err);
+        break;
+    again:
+        if (tries == 3) return refuse(c, "keeps being replaced by another process", 0, why, err);
     }
     /* Writing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills the
      * program: refused before. */
@@ -353,7 +347,6 @@ int dsp_ledger_open(struct dsp_ledger_conn *c, const char *path, const char *key
         rc = make_segment(c, key, cap, why, err);
         if (rc != 0) return rc;
     }
-    const char *bad;
     if (dsp_ledger_check(c->map, (unsigned)geteuid(), c->ram, &bad) != 0)
         return refuse(c, bad, 0, why, err);
     if (strcmp(c->map->head.h.key, key) != 0)

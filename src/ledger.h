@@ -182,8 +182,9 @@ int dsp_ledger_slot_alive(int fd, int i);
 int dsp_ledger_check(const struct dsp_ledger_map *m, unsigned uid, uint64_t ram, const char **why);
 
 /* Reads and checks a ledger file's page (the launcher's view): 0 with *f;
- * -EPROTO (another format, or another build's layout) or -EINVAL (anything
- * else wrong) with *why (out: room for a reason with numbers, at least 160
+ * -EPROTO (another format, or another build's layout), -ENODATA (a page of
+ * zeros: its creator died before writing it) or -EINVAL (anything else
+ * wrong) with *why (out: room for a reason with numbers, at least 160
  * bytes); or -errno of pread. */
 int dsp_ledger_read_file(int fd, struct dsp_ledger_file *f, unsigned uid, char *out,
                          const char **why);

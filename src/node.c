@@ -318,32 +318,23 @@ static int fd_is_ours(void) {
     return dsp_ledger_fd_ok(&node.c);
 }
 
-/* The program closed the ledger's descriptor (fd_is_ours): the process stops
- * using the slot and budgets alone. Its lock, kept by the file's mapping,
- * goes at exit; the segment stays attached until then (the timer may still
- * read it). */
-static void detach(void) {
+/* The process stops using the ledger for good and budgets alone, with one
+ * warning: the program closed its descriptor (fd_is_ours), or the ledger was
+ * truncated or overwritten by another process, or its counters make no sense
+ * (dsp_ledger_verify, issue 34). leave: the slot is given back (through the
+ * descriptor, checked by the caller), so that processes still using the
+ * segment stop counting this one; without it (the descriptor is not ours)
+ * its lock, kept by the file's mapping, goes at exit. The segment stays
+ * attached until exit either way (the timer may still read it; it cannot
+ * fault). */
+static void stop_using(const char *sep, const char *why, int leave) {
     unpublish();
+    if (leave) dsp_ledger_leave(&node.c);
     node.state = -1;
     dsp_once(DSP_LOG_WARN,
-             "node ledger %s: the program closed its descriptor; this process budgets alone "
-             "from now on (DSP_MAX_PINNED)",
-             node.path);
-}
-
-/* The ledger was truncated or overwritten by another process, or its
- * counters make no sense (issue 34): the slot is left (through the
- * descriptor, which the caller checked), so that processes still using the
- * segment stop counting this one, and nothing read from it is used again.
- * The segment stays attached until exit, as in detach. */
-static void drop(const char *why) {
-    unpublish();
-    dsp_ledger_leave(&node.c);
-    node.state = -1;
-    dsp_once(DSP_LOG_WARN,
-             "node ledger %s %s; this process budgets alone from now on (DSP_MAX_PINNED), as "
+             "node ledger %s%s%s; this process budgets alone from now on (DSP_MAX_PINNED), as "
              "with DSP_NODE=off",
-             node.path, why);
+             node.path, sep, why);
 }
 
 /* Under the mutex, with the slot ours: dead owners' slots zeroed and freed
@@ -358,12 +349,12 @@ static void drop(const char *why) {
  * process stopped using the ledger. */
 static int reclaim_dead(void) {
     if (DSP_UNLIKELY(!fd_is_ours())) {
-        detach();
+        stop_using(": ", "the program closed its descriptor", 0);
         return -1;
     }
     const char *why;
     if (DSP_UNLIKELY(dsp_ledger_verify(&node.c, &why) != 0)) {
-        drop(why);
+        stop_using(" ", why, 1);
         return -1;
     }
     uint64_t got = dsp_ledger_reclaim(&node.c);
