@@ -166,7 +166,7 @@ static void check_thp(void) {
         fclose(f);
     }
     mode[strcspn(mode, "\n")] = 0;
-    if ((strstr(mode, "[always]") || strstr(mode, "[madvise]")) && dsp_sys_page_reporting("/sys"))
+    if ((strstr(mode, "[always]") || strstr(mode, "[madvise]")) && dsp_page_reporting("/sys"))
         line("OK", "transparent hugepages",
              "%s, but this VM reports free pages to its host (virtio free page reporting), "
              "where huge pages pin slower: large blocks use small pages (DSP_HUGEPAGES=always "

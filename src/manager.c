@@ -219,6 +219,34 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
     return 0;
 }
 
+/* The first block of this size decides, with DSP_HUGEPAGES=auto, whether
+ * huge pages pay on this machine: below it a block's first pin is short
+ * either way, and the small-block layouts stay as they were. */
+#define DECIDE_MIN (64 * DSP_MiB)
+
+/* Under mu: a new block's pages, for dsp_pin_populate_lock: 1 huge (2 MiB
+ * alignment, MADV_HUGEPAGE), 0 the kernel's default, -1 small pages
+ * (MADV_NOHUGEPAGE). By the block's size: a chunk of small blocks is small
+ * pages, like them (huge-page chunks populated fresh memory at 2.8 ms a
+ * chunk here, against 0.4 ms in small pages: bench/pin_bench section 5,
+ * issue 12). Not on a VM that reports free pages to its host, where the
+ * first touch of a free huge page faults in the host and a first pin was up
+ * to 7x slower than posix_memalign+mlock (issue 29; docs/design.md, "Huge
+ * pages only where they pay"): asked once, at the first large block. */
+static int page_kind(struct dsp_manager *m, size_t len) {
+    if (m->huge_mode == DSP_HUGEPAGES_ALWAYS) return 1;
+    if (m->huge_mode == DSP_HUGEPAGES_NEVER) return -1;
+    if (m->huge_pays == 0 && len >= DECIDE_MIN) {
+        m->huge_pays = dsp_page_reporting("/sys") ? -1 : 1;
+        if (m->huge_pays < 0)
+            dsp_info("this VM reports free pages to its host (virtio free page reporting): the "
+                     "first touch of a huge page faults in the host, so large blocks use small "
+                     "pages (DSP_HUGEPAGES=always forces huge ones)");
+    }
+    if (m->huge_pays < 0) return -1;
+    return len >= DSP_HUGE_PAGE;
+}
+
 /* Under mu, which it drops while the pages are populated and locked: a newly
  * pinned span made the live block; NULL with why when refused. */
 static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
@@ -241,14 +269,8 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
         *why = REFUSED;
         return NULL;
     }
-    /* By the block's size: a chunk of small blocks is small pages, like them.
-     * Huge-page chunks populated fresh memory at 2.8 ms a chunk here, against
-     * 0.4 ms in small pages (64 KiB blocks fell to 0.6x posix_memalign+mlock;
-     * bench/pin_bench section 5, issue 12). */
-    int huge = m->huge_mode == DSP_HUGEPAGES_ALWAYS ||
-               (m->huge_mode == DSP_HUGEPAGES_AUTO && len >= DSP_HUGE_PAGE &&
-                atomic_load_explicit(&m->huge_probe, memory_order_relaxed) != DSP_HUGE_SLOW);
-    struct dsp_span *s = dsp_arena_take(m, pin, huge ? DSP_HUGE_PAGE : DSP_PAGE);
+    int pages = page_kind(m, len);
+    struct dsp_span *s = dsp_arena_take(m, pin, pages > 0 ? DSP_HUGE_PAGE : DSP_PAGE);
     if (!s) {
         dsp_budget_release(m, pin, lock);
         *why = PIN_NO_ROOM;
@@ -258,7 +280,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     s->shared = s->served && dsp_shm_ready(m) ? DSP_SHARED_OURS : 0;
     dsp_mgr_unlock();
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
-    int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, huge);
+    int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, pages);
     dsp_mgr_lock();
     if (settle_new(m, s, len, pin, lock, rc, why) != 0) return NULL;
     s->user = (how >> 16) & DSP_BLOCKF_USER;

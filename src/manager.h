@@ -34,10 +34,10 @@ struct dsp_manager {
     size_t auto_cap;                   /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
     int huge_mode, prefault_threads;
-    /* With DSP_HUGEPAGES=auto, whether huge pages pay on this machine, asked
-     * at the first block of 64 MiB (pin.c, huge_pays): one of DSP_HUGE_*.
-     * Written outside the mutex by whichever first pin asks. */
-    _Atomic int huge_probe;
+    /* With DSP_HUGEPAGES=auto, whether huge pages pay on this machine: 0 not
+     * asked yet, 1 they do, -1 they do not (manager.c, page_kind, at the
+     * first block of 64 MiB). Under mu. */
+    int huge_pays;
     int chunks;     /* small blocks may be cut from chunks: mlock is not limited */
     int as_limited; /* RLIMIT_AS was finite at the first reservation: grow in pieces */
     /* The program's mlockall(MCL_FUTURE) is in force: every PROT_NONE mapping
@@ -129,11 +129,8 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
  * when even that failed, DSP_PIN_STUCK(errno): its pages may stay populated
  * and locked, so the caller keeps the span counted and never reuses it.
  * With lock_optional a refused mlock is no error: DSP_PIN_LOCKED is clear.
- * want_huge: ask for transparent huge pages (else, with DSP_HUGEPAGES=never,
- * forbid them). */
-#define DSP_HUGE_UNKNOWN     0 /* no large block pinned yet */
-#define DSP_HUGE_PAYS        1
-#define DSP_HUGE_SLOW        2 /* small pages from now on (DSP_HUGEPAGES=always forces them) */
+ * pages: 1 ask for transparent huge pages, -1 forbid them (MADV_NOHUGEPAGE),
+ * 0 neither (manager.c, page_kind). */
 #define DSP_PIN_LOCKED       1
 #define DSP_PIN_HUGE         2
 #define DSP_PIN_SHARED       4 /* mapped from the memfd (asked by s->shared) */
@@ -141,7 +138,7 @@ int dsp_mlock_with_room(const void *addr, size_t len, int two, unsigned flags);
 #define DSP_PIN_STUCK(err)   (DSP_PIN_STUCK_BASE - (err))
 #define DSP_PIN_IS_STUCK(rc) ((rc) <= DSP_PIN_STUCK_BASE)
 int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
-                          int want_huge);
+                          int pages);
 /* Unlock, free the memory, PROT_NONE again: 0, or -ENOMEM when that would
  * take the process's maps into the reserve left to the program (maps.c), or
  * the -errno of the failed mmap (logged with it) when a locked span could not

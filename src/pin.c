@@ -138,31 +138,8 @@ int dsp_pin_lock_range(void *base, size_t len) {
     return syscall(SYS_mlock2, base, len, MLOCK_ONFAULT) == 0 ? 0 : -errno;
 }
 
-/* The first block of this size decides, with DSP_HUGEPAGES=auto, whether
- * huge pages pay on this machine: below it a block's first pin is short
- * either way. */
-#define DECIDE_MIN (64 * DSP_MiB)
-
-/* Whether huge pages pay on this machine (issue 29; docs/design.md, "Huge
- * pages only where they pay"): not on a VM that reports free pages to its
- * host, where the first touch of a free huge page faults in the host and a
- * first pin was up to 7x slower than posix_memalign+mlock. Decided once, for
- * the process, outside the mutex (two racing first pins decide alike). */
-static int huge_pays(struct dsp_manager *m) {
-    int known = atomic_load_explicit(&m->huge_probe, memory_order_relaxed);
-    if (known == DSP_HUGE_UNKNOWN) {
-        known = dsp_sys_page_reporting("/sys") ? DSP_HUGE_SLOW : DSP_HUGE_PAYS;
-        atomic_store_explicit(&m->huge_probe, known, memory_order_relaxed);
-        if (known == DSP_HUGE_SLOW)
-            dsp_info("this VM reports free pages to its host (virtio free page reporting): the "
-                     "first touch of a huge page faults in the host, so large blocks use small "
-                     "pages (DSP_HUGEPAGES=always forces huge ones)");
-    }
-    return known == DSP_HUGE_PAYS;
-}
-
 int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
-                          int want_huge) {
+                          int pages) {
     void *base = (void *)s->base;
     int stuck;
     char a[32], b[32];
@@ -184,12 +161,9 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
         return -err;
     }
     int huge = 0;
-    if (want_huge && m->huge_mode == DSP_HUGEPAGES_AUTO && s->len >= DECIDE_MIN && !huge_pays(m))
-        advise(base, s->len, MADV_NOHUGEPAGE);
-    else if (want_huge)
+    if (pages > 0)
         huge = advise(base, s->len, MADV_HUGEPAGE) == 0;
-    else if (m->huge_mode == DSP_HUGEPAGES_NEVER ||
-             atomic_load_explicit(&m->huge_probe, memory_order_relaxed) == DSP_HUGE_SLOW)
+    else if (pages < 0)
         advise(base, s->len, MADV_NOHUGEPAGE); /* as posix_memalign's pages under THP always */
     int locked = 0;
     if (lock) {

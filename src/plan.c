@@ -4,9 +4,14 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "fmt.h"
 #include "sys.h"
 
+#include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 void dsp_machine_read(struct dsp_machine *mc) {
     memset(mc, 0, sizeof *mc);
@@ -43,4 +48,37 @@ void dsp_budget_plan(const struct dsp_machine *mc, struct dsp_budget_plan *p) {
     }
     p->pool_max = (size_t)dsp_opt(DSP_OPT_POOL_MAX);
     if (p->pool_max > p->cap) p->pool_max = p->cap;
+}
+
+/* The virtio balloon's features, one character a bit from bit 0: bit 5 is
+ * VIRTIO_BALLOON_F_REPORTING (free page reporting). Listed with getdents64
+ * and read into stack buffers: no allocation (this runs inside malloc). */
+#define BALLOON_F_REPORTING 5
+
+int dsp_page_reporting(const char *sysfs) {
+    char dir[256], path[512], feat[256];
+    dsp_fmt(dir, sizeof dir, "%s/bus/virtio/drivers/virtio_balloon", sysfs);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[2048];
+    int on = 0;
+    long got;
+    while (!on && (got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < got && !on;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            if (strncmp(d->name, "virtio", 6) != 0) continue;
+            dsp_fmt(path, sizeof path, "%s/%s/features", dir, d->name);
+            long len = dsp_sys_read(path, feat, sizeof feat);
+            on = len > BALLOON_F_REPORTING && feat[BALLOON_F_REPORTING] == '1';
+        }
+    }
+    close(fd);
+    return on;
 }

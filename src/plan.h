@@ -40,4 +40,10 @@ static inline size_t dsp_budget_auto(size_t memory) {
     return memory / 10 * 8;
 }
 
+/* 1 when a virtio balloon under sysfs (/sys) reports free pages to the host
+ * (VIRTIO_BALLOON_F_REPORTING), else 0: there the first touch of a free huge
+ * page faults in the host (docs/design.md, "Huge pages only where they
+ * pay"). Asked by the manager at its first large block, and by doctor. */
+int dsp_page_reporting(const char *sysfs);
+
 #endif

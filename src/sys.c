@@ -43,52 +43,6 @@ int dsp_sys_cpus(void) {
     return n > 0 ? (int)n : 1;
 }
 
-/* The virtio balloon's features, one character a bit from bit 0: bit 5 is
- * VIRTIO_BALLOON_F_REPORTING (free page reporting). Listed with getdents64
- * and read into stack buffers: no allocation (this runs inside malloc). */
-#define BALLOON_F_REPORTING 5
-
-/* a, b and c joined into out (cap bytes): 1, or 0 when they do not fit. */
-static int join3(char *out, size_t cap, const char *a, const char *b, const char *c) {
-    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
-    if (la + lb + lc >= cap) return 0;
-    memcpy(out, a, la);
-    memcpy(out + la, b, lb);
-    memcpy(out + la + lb, c, lc + 1);
-    return 1;
-}
-
-int dsp_sys_page_reporting(const char *root) {
-    char dir[256], path[512], feat[256];
-    if (!join3(dir, sizeof dir, root, "/bus/virtio/drivers/virtio_balloon", "")) return 0;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    char buf[2048];
-    int on = 0;
-    long got;
-    while (!on && (got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-        for (long off = 0; off < got && !on;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(buf + off);
-            off += d->reclen;
-            if (strncmp(d->name, "virtio", 6) != 0) continue;
-            char name[300];
-            if (!join3(name, sizeof name, "/", d->name, "/features") ||
-                !join3(path, sizeof path, dir, name, ""))
-                continue;
-            long len = dsp_sys_read(path, feat, sizeof feat);
-            on = len > BALLOON_F_REPORTING && feat[BALLOON_F_REPORTING] == '1';
-        }
-    }
-    close(fd);
-    return on;
-}
-
 int dsp_sys_has_ipc_lock(void) {
     /* capget directly: no libcap dependency. */
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};

@@ -25,11 +25,6 @@ int dsp_sys_has_ipc_lock(void); /* 1 with CAP_IPC_LOCK in the effective set, els
 /* RLIMIT_MEMLOCK soft limit in bytes, (size_t)-1 when unlimited. */
 size_t dsp_sys_memlock_limit(void);
 
-/* 1 when a virtio balloon under root (/sys) reports free pages to the host
- * (VIRTIO_BALLOON_F_REPORTING), else 0. A slow path: the first large pin
- * asks it once (pin.c). */
-int dsp_sys_page_reporting(const char *root);
-
 /* Small files of /proc and /sys, without allocating (these run inside
  * malloc): the file's first cap-1 bytes, NUL-terminated; their length, or
  * -errno of open (buf untouched then). */

@@ -1,5 +1,5 @@
 #include "helpers.h"
-#include "sys.h"
+#include "plan.h"
 
 #include <unistd.h>
 
@@ -61,9 +61,9 @@ Test(hugepages, always_asks_on_every_block, .init = always) {
 /* The machine's answer, replaced: 0 unless a test says the VM reports free
  * pages to its host (these tests do not assume the machine's THP either).
  * The sysfs reading itself: page_reporting_is_read_off_the_balloon. */
-int __real_dsp_sys_page_reporting(const char *root);
+int __real_dsp_page_reporting(const char *root);
 static int reporting, asked;
-int __wrap_dsp_sys_page_reporting(const char *root) {
+int __wrap_dsp_page_reporting(const char *root) {
     (void)root;
     asked++;
     return reporting;
@@ -125,13 +125,13 @@ Test(hugepages, page_reporting_is_read_off_the_balloon) {
     char root[64];
     snprintf(root, sizeof root, "/tmp/dsp-sysfs-%d", (int)getpid());
     balloon(root, "0110010100000000000000000000000010000000");
-    cr_assert_eq(__real_dsp_sys_page_reporting(root), 1);
+    cr_assert_eq(__real_dsp_page_reporting(root), 1);
     balloon(root, "0110000100000000000000000000000010000000");
-    cr_assert_eq(__real_dsp_sys_page_reporting(root), 0, "bit 5 clear");
+    cr_assert_eq(__real_dsp_page_reporting(root), 0, "bit 5 clear");
     balloon(root, "01100");
-    cr_assert_eq(__real_dsp_sys_page_reporting(root), 0, "too short");
+    cr_assert_eq(__real_dsp_page_reporting(root), 0, "too short");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(__real_dsp_sys_page_reporting(root), 0, "no balloon");
+    cr_assert_eq(__real_dsp_page_reporting(root), 0, "no balloon");
 }
