@@ -74,8 +74,9 @@ static int layer_make_room(size_t len);
 static void layer_over_limit(void);
 static size_t layer_trim(void);
 static size_t layer_yield(void);
+static int layer_can_yield(void);
 static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, layer_over_limit,
-                                               layer_trim, layer_yield};
+                                               layer_trim,  layer_yield,     layer_can_yield};
 
 int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
     if (atomic_load(&forked)) return 0;
@@ -135,18 +136,20 @@ static void forget_error(const struct dsp_cuda_api *a, int rc) {
     }
 }
 
-/* Registers a block's whole span with the driver. 0 or the error. */
-/* The device the program registers on (the runtime's current device on the
- * registering thread, a runtime call that makes no context: the registration
- * made one already), for the node timer's calls (layer_yield); -1 until a
- * registration. */
+/* The device the program first registers on (the runtime's current device
+ * on the registering thread, a runtime call that makes no context: the
+ * registration made one already), for the node timer's calls (layer_yield):
+ * asked at the first registration only; -1 until then. */
 static _Atomic int program_device = -1;
 
 static void note_device(const struct dsp_cuda_api *a) {
     int d;
-    if (a->get_device && DSP_CUDA_OUT(a->get_device(&d)) == DSP_CU_SUCCESS)
+    if (atomic_load_explicit(&program_device, memory_order_relaxed) >= 0 || !a->get_device) return;
+    if (DSP_CUDA_OUT(a->get_device(&d)) == DSP_CU_SUCCESS)
         atomic_store_explicit(&program_device, d, memory_order_relaxed);
 }
+
+/* Registers a block's whole span with the driver. 0 or the error. */
 
 static int register_block(const struct dsp_cuda_api *a, uintptr_t base, size_t span_len,
                           unsigned user) {
@@ -277,19 +280,32 @@ static size_t layer_trim(void) {
  * primary context current on this thread itself; the driver API's needs one
  * current, which this thread does not have (ready()): there the spans stay,
  * and go at the program's own calls. */
-static size_t layer_yield(void) {
+/* The API the timer's thread can give registered spans back through: the
+ * runtime's, once a registration told the program's device. The driver
+ * API's needs a context current, which that thread does not have and must
+ * not make. NULL: none. */
+static const struct dsp_cuda_api *yield_api(void) {
     const struct dsp_cuda_api *a = any_serving();
-    if (!a || !ready(a)) return 0;
+    if (!a || !a->set_device || !ready(a)) return NULL;
+    return atomic_load_explicit(&program_device, memory_order_relaxed) >= 0 ? a : NULL;
+}
+
+static int layer_can_yield(void) {
+    return yield_api() != NULL;
+}
+
+static size_t layer_yield(void) {
+    const struct dsp_cuda_api *a = yield_api();
+    if (!a) return 0;
     /* The runtime's first call on a thread works on device 0, and makes its
      * primary context if the program never used device 0: hundreds of MiB
      * of GPU 0 in every rank of a node that runs one rank a GPU (regression:
      * node_cuda_yield_makes_no_context_on_another_device). The timer's
      * thread is set to the device the program registers on first, whose
-     * context exists; until one is known the spans stay. */
-    if (a->set_device) {
-        int d = atomic_load_explicit(&program_device, memory_order_relaxed);
-        if (d < 0 || DSP_CUDA_OUT(a->set_device(d)) != DSP_CU_SUCCESS) return 0;
-    }
+     * context exists. */
+    if (DSP_CUDA_OUT(a->set_device(atomic_load_explicit(&program_device, memory_order_relaxed))) !=
+        DSP_CU_SUCCESS)
+        return 0;
     int mode = relax(a);
     size_t n = evict(a, DSP_EVICT_SYNCED);
     unrelax(a, mode);

@@ -96,6 +96,9 @@ struct dsp_layer_ops {
     /* A yield request of the node ledger, from its timer thread (a thread of
      * the shim's, no lock held): give back what needs no device wait; bytes. */
     size_t (*yield)(void);
+    /* 1 when yield can give anything back from the timer's thread (else the
+     * registered pool is not offered: others would wait for it in vain). */
+    int (*can_yield)(void);
 };
 void dsp_set_layer(const struct dsp_layer_ops *ops);
 

@@ -583,9 +583,14 @@ static size_t node_trim(void) {
     if (layer && layer->yield) n += layer->yield();
     return n;
 }
+/* The pooled figure others ask for: the registered pool only where the
+ * layer's yield can give it back (a driver-API process's spans, or before a
+ * device is known, stay: offering them would make every refusal elsewhere
+ * wait DSP_NODE_WAIT for nothing). */
 static size_t yieldable(struct dsp_manager *m) {
-    int layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE) != NULL;
-    return m->cached.bytes + m->kept + (layer ? dsp_pool_registered_bytes(m) : 0);
+    const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
+    int reg = layer && layer->can_yield && layer->can_yield();
+    return m->cached.bytes + m->kept + (reg ? dsp_pool_registered_bytes(m) : 0);
 }
 static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable};
 

@@ -220,8 +220,7 @@ static int join(void) {
     if (getpid() != dsp_loaded_pid) node.forked = 1;
     struct dsp_node_plan p;
     dsp_node_plan(&node.m->machine, &p); /* the manager's plan read the machine (manager.c) */
-    size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
-    node.own_cap = opt != DSP_SIZE_AUTO && opt != DSP_SIZE_OFF ? opt : UINT64_MAX;
+    node.own_cap = p.explicit_cap ? p.cap : UINT64_MAX;
     /* auto: exactly what the process's own cap is for DSP_MAX_PINNED=auto,
      * planned with the budget (one process alone keeps the budget it had before
      * the ledger), never an explicit DSP_MAX_PINNED: that one caps the

@@ -133,22 +133,43 @@ void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
     dsp_arena_vacate(m, s);
 }
 
+/* Spans taken out of an index and kept aside while a release looks further:
+ * linked through bnext (out of the index, its links are free), and put back
+ * in their own index at the end, still cached and counted. */
+static void set_aside(struct dsp_span **kept, struct dsp_span *s) {
+    s->bnext = *kept;
+    *kept = s;
+}
+static void put_back(struct dsp_manager *m, struct dsp_span *kept) {
+    while (kept) {
+        struct dsp_span *s = kept;
+        kept = s->bnext;
+        dsp_bins_insert(dsp_pool_bins(m, s), s);
+    }
+}
+
+/* A release gives up after this many spans that could not go: near the map
+ * reserve almost every drop splits a mapping, and looking through a pool of
+ * tens of thousands of blocks at every free would cost O(n log n) under the
+ * mutex; the pool then stays over its limit a little longer. */
+#define SET_ASIDE_MAX 32
+
 /* Largest first: one big release frees the most memory for one syscall and
  * keeps the many small blocks that are cheap to keep and common to reuse.
  * A span that cannot go (its drop would split a mapping into the maps left
  * to the program, or the kernel refused) is set aside and the next tried: one
- * between vacant neighbours splits nothing. The spans set aside go back to
- * the index at the end, still cached and counted. */
+ * between vacant neighbours splits nothing. */
 size_t dsp_pool_release_until(struct dsp_manager *m, size_t cached_max) {
     size_t released = 0;
     struct dsp_span *kept = NULL;
-    while (m->cached.bytes > cached_max) {
+    int aside = 0;
+    while (m->cached.bytes > cached_max && aside < SET_ASIDE_MAX) {
         struct dsp_span *s = dsp_bins_largest(&m->cached);
         int was_locked = s->locked;
         dsp_bins_remove(&m->cached, s);
         if (dsp_pin_drop(m, s) != 0) { /* logged; it stays cached and counted */
-            s->bnext = kept;           /* (out of the index: its links are free) */
-            kept = s;
+            set_aside(&kept, s);
+            aside++;
             continue;
         }
         if (s->counted) dsp_budget_release(m, s->len, was_locked);
@@ -157,11 +178,7 @@ size_t dsp_pool_release_until(struct dsp_manager *m, size_t cached_max) {
         dsp_arena_vacate(m, s);
         dsp_stat_add(DSP_ST_pool_releases, 1);
     }
-    while (kept) {
-        struct dsp_span *s = kept;
-        kept = s->bnext;
-        dsp_bins_insert(&m->cached, s);
-    }
+    put_back(m, kept);
     publish(m);
     return released;
 }
@@ -186,18 +203,13 @@ size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_
         struct dsp_span *s = dsp_bins_largest(b);
         dsp_bins_remove(b, s);
         if (synced_only && s->unsynced) {
-            s->bnext = kept; /* (out of the index: its links are free) */
-            kept = s;
+            set_aside(&kept, s);
             continue;
         }
         s->state = DSP_SPAN_LIVE;
         out[n++] = s;
     }
-    while (kept) {
-        struct dsp_span *s = kept;
-        kept = s->bnext;
-        dsp_bins_insert(dsp_pool_bins(m, s), s);
-    }
+    put_back(m, kept);
     publish(m);
     return n;
 }
