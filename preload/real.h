@@ -11,6 +11,7 @@
 #include "symbols.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stddef.h>
 
 /* Under ASan or TSan the runtime stands in front of these calls and reaches
@@ -26,12 +27,24 @@
 #define DSP_NO_LIBC_HOOKS 1
 #endif
 
+/* What a hook calls when libc has no next definition (close_range and
+ * closefrom before glibc 2.34, epoll_pwait2 before 2.35, found by a program
+ * through our export): -1 with ENOSYS, as a missing system call answers. A
+ * lookup that failed once is not made again, and no hook calls NULL. Every
+ * hooked function returns an int, a pointer (sigset: -1 is SIG_ERR) or
+ * nothing, so the cast stub's answer is the caller's error value. */
+static inline long dsp_real_missing(void) {
+    errno = ENOSYS;
+    return -1;
+}
+
 #define DSP_REAL_DECL(type, name)                                                                  \
     static type real_##name##_ptr;                                                                 \
     static inline type real_##name(void) {                                                         \
         type f = __atomic_load_n(&real_##name##_ptr, __ATOMIC_RELAXED);                            \
         if (DSP_UNLIKELY(!f)) {                                                                    \
             f = (type)dsp_real_dlsym(RTLD_NEXT, #name);                                            \
+            if (!f) f = (type)(void *)dsp_real_missing;                                            \
             __atomic_store_n(&real_##name##_ptr, f, __ATOMIC_RELAXED);                             \
         }                                                                                          \
         return f;                                                                                  \

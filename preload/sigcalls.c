@@ -29,6 +29,7 @@
 #ifndef DSP_NO_LIBC_HOOKS
 typedef void (*longjmp_chk_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
 typedef int (*int_fn)(int);
+typedef int (*int2_fn)(int, int);
 typedef __sighandler_t (*sigset_fn)(int, __sighandler_t);
 typedef int (*ppoll_chk_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *,
                             size_t);
@@ -38,12 +39,14 @@ typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct time
 #define SIG_HOOKS(X)                                                                               \
     X(__typeof__(&pthread_sigmask), pthread_sigmask) X(__typeof__(&sigprocmask), sigprocmask)      \
     X(__typeof__(&sigaction), sigaction) X(__typeof__(&siglongjmp), siglongjmp)                    \
-    X(__typeof__(&longjmp), longjmp) X(longjmp_chk_fn, __longjmp_chk)                              \
+    X(__typeof__(&longjmp), longjmp) X(__typeof__(&longjmp), _longjmp)                             \
+    X(longjmp_chk_fn, __longjmp_chk)                                                               \
     X(__typeof__(&setcontext), setcontext) X(__typeof__(&swapcontext), swapcontext)                \
     X(int_fn, sigblock) X(int_fn, sigsetmask) X(int_fn, sighold) X(int_fn, sigrelse)               \
     X(sigset_fn, sigset) X(__typeof__(&sigsuspend), sigsuspend) X(__typeof__(&ppoll), ppoll)       \
     X(ppoll_chk_fn, __ppoll_chk) X(__typeof__(&pselect), pselect)                                  \
-    X(__typeof__(&epoll_pwait), epoll_pwait) X(epoll_pwait2_fn, epoll_pwait2)
+    X(__typeof__(&epoll_pwait), epoll_pwait) X(epoll_pwait2_fn, epoll_pwait2)                      \
+    X(int_fn, sigpause) X(int2_fn, __sigpause) X(int_fn, __xpg_sigpause)
 // clang-format on
 SIG_HOOKS(DSP_REAL_DECL)
 
@@ -107,6 +110,13 @@ DSP_API void siglongjmp(sigjmp_buf env, int val) {
 DSP_API void longjmp(jmp_buf env, int val) {
     if (env->__mask_was_saved) mask_install(&env->__saved_mask);
     real_longjmp()(env, val);
+    __builtin_unreachable();
+}
+
+/* glibc's alias of longjmp: it restores a saved mask too. */
+DSP_API void _longjmp(struct __jmp_buf_tag env[1], int val) {
+    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    real__longjmp()(env, val);
     __builtin_unreachable();
 }
 
@@ -218,6 +228,33 @@ DSP_API int epoll_pwait(int fd, struct epoll_event *ev, int n, int tmo, const si
 DSP_API int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *tmo,
                          const sigset_t *m) {
     return UNDER_TEMP(m, real_epoll_pwait2()(fd, ev, n, tmo, m));
+}
+
+/* sigpause in its three exported forms (BSD: a mask; X/Open: a signal to
+ * unblock; __sigpause: either), which wait under a temporary mask:
+ * conservatively, CLOSED for the call and UNKNOWN after. The C name of the
+ * first differs: <signal.h> renames sigpause to __xpg_sigpause. */
+DSP_API int sigpause_hook(int m) __asm__("sigpause");
+DSP_API int sigpause_hook(int m) {
+    int t = legacy_before(1);
+    int r = real_sigpause()(m);
+    mask_after(t, 0);
+    return r;
+}
+
+DSP_API int __sigpause(int m, int is_sig) {
+    int t = legacy_before(1);
+    int r = real___sigpause()(m, is_sig);
+    mask_after(t, 0);
+    return r;
+}
+
+DSP_API int __xpg_sigpause(int sig);
+DSP_API int __xpg_sigpause(int sig) {
+    int t = legacy_before(1);
+    int r = real___xpg_sigpause()(sig);
+    mask_after(t, 0);
+    return r;
 }
 
 /* Every real function found now, from the constructor: a program's signal

@@ -452,7 +452,9 @@ Test(aio_guard, sigblock_blocking_sigbus_after_an_io_submit_is_seen) {
     cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
 }
 
-Test(aio_guard, siglongjmp_back_to_a_blocked_mask_is_seen) {
+/* A jump back to where SIGSEGV was blocked, by jump (which restores the
+ * mask sigsetjmp saved). */
+static void jump_back_to_a_blocked_mask(void (*jump)(struct __jmp_buf_tag *, int)) {
     static sigjmp_buf env;
     io_context_t ctx = new_ctx(4);
     install_guard();
@@ -462,12 +464,22 @@ Test(aio_guard, siglongjmp_back_to_a_blocked_mask_is_seen) {
     if (sigsetjmp(env, 1) == 0) {
         block_one(SIG_UNBLOCK, SIGSEGV);
         cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
-        siglongjmp(env, 1);
+        jump(env, 1);
     }
     sigset_t now;
     pthread_sigmask(SIG_BLOCK, NULL, &now);
-    cr_assert(sigismember(&now, SIGSEGV), "siglongjmp did not restore the mask");
+    cr_assert(sigismember(&now, SIGSEGV), "the jump did not restore the mask");
     cr_assert_eq(io_submit(ctx, 1, bad), -EFAULT);
+}
+
+Test(aio_guard, siglongjmp_back_to_a_blocked_mask_is_seen) {
+    jump_back_to_a_blocked_mask(siglongjmp);
+}
+
+/* Regression (review of issue 29's change): glibc's _longjmp, an alias of
+ * longjmp that restores the mask too, was not hooked. */
+Test(aio_guard, underscore_longjmp_back_to_a_blocked_mask_is_seen) {
+    jump_back_to_a_blocked_mask(_longjmp);
 }
 
 Test(aio_guard, setcontext_back_to_a_blocked_mask_is_seen) {
@@ -535,14 +547,36 @@ Test(aio_guard, thread_created_with_sigsegv_blocked_gets_efault) {
     cr_assert_eq((long)(intptr_t)r, -EFAULT);
 }
 
-/* sigsuspend's temporary mask blocks SIGSEGV while the handler runs. */
-Test(aio_guard, handler_run_in_sigsuspend_that_blocks_sigsegv_gets_efault) {
+/* A SIGUSR1 handler that submits runs while wait waits under a temporary
+ * mask that blocks everything else, SIGSEGV included. */
+static void handler_in_a_wait_that_blocks_sigsegv(int (*wait)(void)) {
     submit_from_sigusr1(0);
     block_one(SIG_BLOCK, SIGUSR1);
-    raise(SIGUSR1); /* pending until sigsuspend */
+    raise(SIGUSR1); /* pending until the wait */
+    cr_assert_eq(wait(), -1);
+    cr_assert_eq(handler_res, -EFAULT);
+}
+
+static int wait_sigsuspend(void) {
     sigset_t m;
     sigfillset(&m);
     sigdelset(&m, SIGUSR1);
-    cr_assert_eq(sigsuspend(&m), -1);
-    cr_assert_eq(handler_res, -EFAULT);
+    return sigsuspend(&m);
+}
+
+/* sigsuspend's temporary mask blocks SIGSEGV while the handler runs. */
+Test(aio_guard, handler_run_in_sigsuspend_that_blocks_sigsegv_gets_efault) {
+    handler_in_a_wait_that_blocks_sigsegv(wait_sigsuspend);
+}
+
+/* BSD sigpause (__sigpause with a mask): every signal but SIGUSR1 blocked. */
+static int wait_bsd_sigpause(void) {
+    int (*sp)(int, int) = (int (*)(int, int))dlsym(RTLD_DEFAULT, "__sigpause");
+    return sp(~(1 << (SIGUSR1 - 1)), 0);
+}
+
+/* Regression (review of issue 29's change): the sigpause family waits under a
+ * temporary mask as sigsuspend does, and was not hooked. */
+Test(aio_guard, handler_run_in_sigpause_that_blocks_sigsegv_gets_efault) {
+    handler_in_a_wait_that_blocks_sigsegv(wait_bsd_sigpause);
 }

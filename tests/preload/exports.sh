@@ -14,7 +14,7 @@ memcalls='mlockall mlock mlock2 munlock munlockall mprotect madvise'
 lookups='dlsym dlvsym'
 # The signal-mask calls (preload/sigcalls.c) and the fd calls (preload/fdcalls.c)
 # the libaio hooks track, unversioned like malloc (issue 29).
-sigcalls='pthread_sigmask sigprocmask sigaction siglongjmp longjmp __longjmp_chk setcontext swapcontext sigblock sigsetmask sighold sigrelse sigset sigsuspend ppoll __ppoll_chk pselect epoll_pwait epoll_pwait2'
+sigcalls='pthread_sigmask sigprocmask sigaction siglongjmp longjmp __longjmp_chk setcontext swapcontext sigblock sigsetmask sighold sigrelse sigset sigsuspend ppoll __ppoll_chk pselect epoll_pwait epoll_pwait2 _longjmp sigpause __sigpause __xpg_sigpause'
 fdcalls='close close_range closefrom fclose dup dup2 dup3 fcntl fcntl64 open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2 creat socket accept accept4 pipe pipe2'
 bad=$(echo "$syms" | grep -v "^dsp_" | grep -v "^cu" | grep -v "^LIBAIO_0\.[145]$" |
   grep -vxE "$(echo $mallocs $memcalls $lookups $sigcalls $fdcalls | tr ' ' '|')" |
