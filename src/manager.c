@@ -252,8 +252,7 @@ static int page_kind(struct dsp_manager *m, size_t len) {
 static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
                                 enum refusal *why) {
     struct dsp_manager *m = &dsp_mgr;
-    dsp_plan_locked();
-    if (!atomic_load_explicit(&m->lo, memory_order_relaxed) && dsp_arena_reserve(m) != 0) {
+    if (dsp_arena_ready(m) != 0) {
         *why = PIN_NO_RESERVE;
         return NULL;
     }
@@ -646,6 +645,12 @@ static void plan(struct dsp_manager *m) {
 void dsp_plan_locked(void) {
     struct dsp_manager *m = &dsp_mgr;
     if (DSP_UNLIKELY(!atomic_load_explicit(&m->planned, memory_order_relaxed))) plan(m);
+}
+
+int dsp_arena_ready(struct dsp_manager *m) {
+    if (DSP_LIKELY(atomic_load_explicit(&m->lo, memory_order_relaxed))) return 0;
+    dsp_plan_locked(); /* the arena's size, and the budget a first pin needs */
+    return dsp_arena_reserve(m);
 }
 
 void dsp_plan(void) {

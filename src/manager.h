@@ -90,6 +90,9 @@ static inline int dsp_in_arena(const void *p) {
 
 /* arena.c: address space. */
 int dsp_arena_reserve(struct dsp_manager *m); /* 0 or -errno */
+/* Under mu: the plan made and the arena reserved, whichever is not yet, so
+ * that no caller reserves before planning. 0 or -errno of the reservation. */
+int dsp_arena_ready(struct dsp_manager *m);
 struct dsp_span *dsp_arena_take(struct dsp_manager *m, size_t len,
                                 size_t align); /* a LIVE span, or NULL */
 /* Memory already dropped; merges with vacant neighbours and returns the span

@@ -36,10 +36,7 @@ static int lock_all(int flags) {
     struct dsp_manager *m = &dsp_mgr;
     /* Reserved after MCL_FUTURE, the arena would be locked and counted against
      * RLIMIT_MEMLOCK (and refused): reserve it now, while it still can be. */
-    if ((flags & MCL_FUTURE) && !atomic_load_explicit(&m->lo, memory_order_relaxed)) {
-        dsp_plan_locked(); /* the arena's size */
-        dsp_arena_reserve(m);
-    }
+    if (flags & MCL_FUTURE) dsp_arena_ready(m);
     if (!(flags & MCL_CURRENT)) {
         if (syscall(SYS_mlockall, flags) != 0) return -errno;
         atomic_store(&m->lock_future, (flags & MCL_FUTURE) != 0);
