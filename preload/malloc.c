@@ -160,17 +160,12 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg) {
     struct site_search *s = arg;
     if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
         s->loader_count = info->dlpi_adds + info->dlpi_subs;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || s->addr - (info->dlpi_addr + ph->p_vaddr) >= ph->p_memsz)
-            continue;
-        /* The main program has no name here: it goes by argv[0]. */
-        const char *path =
-            info->dlpi_name && *info->dlpi_name ? info->dlpi_name : program_invocation_name;
-        s->allowed = dsp_mrule_path_matches(path, (const char(*)[DSP_MRULE_NAME_LEN])from, nfrom);
-        return 1;
-    }
-    return 0;
+    if (!dsp_phdr_holds(info, s->addr)) return 0;
+    /* The main program has no name here: it goes by argv[0]. */
+    const char *path =
+        info->dlpi_name && *info->dlpi_name ? info->dlpi_name : program_invocation_name;
+    s->allowed = dsp_mrule_path_matches(path, (const char(*)[DSP_MRULE_NAME_LEN])from, nfrom);
+    return 1;
 }
 
 /* DSP_MALLOC_FROM: whether the caller's code lies in a named library. Each

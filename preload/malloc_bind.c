@@ -68,14 +68,6 @@ struct object {
     int nslots, protect;
 };
 
-static int holds(const struct dl_phdr_info *info, uintptr_t a) {
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz) return 1;
-    }
-    return 0;
-}
-
 /* The loader rewrites most d_ptr entries to addresses; the vDSO's and some
  * architectures' stay offsets. */
 static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p) {
@@ -91,7 +83,7 @@ static uintptr_t target(const struct walk *w, struct object *o, const ElfW(Rela)
         for (int i = 0; i < w->n; i++)
             if (v == w->t[i].hook) return w->t[i].real;
     /* Not bound yet: a lazy PLT slot still points into its own object. */
-    if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || !holds(o->info, v)) return 0;
+    if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || !dsp_phdr_holds(o->info, v)) return 0;
     const char *name = o->strtab + o->symtab[ELF64_R_SYM(r->r_info)].st_name;
     for (int i = 0; i < w->n; i++) /* the first letter first: a program has hundreds */
         if (name[0] == w->t[i].name[0] && !strcmp(name, w->t[i].name)) return w->t[i].real;
@@ -168,7 +160,7 @@ static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     int at = w->index++;
-    if (holds(info, w->self)) {
+    if (dsp_phdr_holds(info, w->self)) {
         w->self_index = at;
         return 1;
     }
@@ -182,7 +174,7 @@ static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
 static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
-    if (holds(info, w->self)) return 0;
+    if (dsp_phdr_holds(info, w->self)) return 0;
     struct object o = {.info = info};
     struct relocs rs;
     if (parse(info, &o, &rs)) return 0;
@@ -214,7 +206,7 @@ int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
     int n = 0;
     for (int i = 0; i < nall && n < 32; i++)
         if (all[i].global == all[i].hook ||
-            (w.have_main && holds(&w.main, all[i].global) && !(w.main_defines >> i & 1) &&
+            (w.have_main && dsp_phdr_holds(&w.main, all[i].global) && !(w.main_defines >> i & 1) &&
              w.self_index > 0 && !(w.defined_before >> i & 1)))
             t[n++] = all[i];
     w.t = t, w.n = n, w.hook_lo = UINTPTR_MAX, w.hook_hi = 0;
