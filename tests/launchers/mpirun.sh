@@ -1,0 +1,36 @@
+#!/bin/sh
+# mpirun.sh DSPRELOAD MPIRUN PROG: two ranks of rank_pin (MPI) under Open MPI's
+# mpirun, as docs/deployment.md starts them: dspreload in the command each rank
+# runs. The checksums of what the ranks swapped must be those of the run
+# without the shim; each rank writes one stats file showing its two pinned
+# 8 MiB blocks, under one node cap; and, while both hold them, each rank's
+# statistics count both ranks in one node ledger.
+dsp=$1 mpirun=$2 prog=$3
+. "$(dirname "$0")/common.sh"
+cap=536870912 # 512M
+# As root Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks
+# run on fewer free slots than that (a shared 2-core machine, a container).
+set -- "$mpirun" --oversubscribe -np 2
+[ "$(id -u)" -eq 0 ] && set -- "$@" --allow-run-as-root
+"$@" "$prog" >"$tmp/plain.out" 2>&1 || fail "mpirun without the shim: exit $?"
+"$@" "$dsp" --stats-file "$tmp/stats/dsp.%p.json" DSP_NODE_KEY="$key" DSP_NODE_MAX_PINNED=512M \
+  DSP_LOG=warn -- "$prog" >"$tmp/shim.out" 2>&1 || fail "mpirun under dspreload: exit $?"
+a=$(grep '^rank ' "$tmp/plain.out" | sort) b=$(grep '^rank ' "$tmp/shim.out" | sort)
+[ "$(echo "$a" | grep -c 'checksum')" -eq 2 ] || fail "want 2 checksums without the shim: $a"
+echo "$a" | grep -q '^rank 0 checksum [0-9a-f]* from rank 1$' || fail "rank 0 got nothing from rank 1: $a"
+[ "$a" = "$b" ] || fail "checksums differ under the shim: $(echo "$a" | tr '\n' ' ') / $(echo "$b" | tr '\n' ' ')"
+grep -q '^node ' "$tmp/plain.out" && fail "the shim answered without being preloaded: $(cat "$tmp/plain.out")"
+files=$(check_ranks "$tmp/shim.out" 2) || { echo "$files"; exit 1; }
+for f in $files; do
+  [ "$(num "$f" pool_misses)" -ge 2 ] && [ "$(num "$f" pinned_new_bytes)" -ge 16777216 ] ||
+    fail "a rank did not pin its two 8 MiB blocks: $(cat "$f")"
+  [ "$(num "$f" fallbacks)" = 0 ] && [ "$(num "$f" pin_failures)" = 0 ] || fail "a pin failed: $(cat "$f")"
+  [ "$(num "$f" node_cap_bytes)" = $cap ] || fail "a rank is not under the node cap 512M: $(cat "$f")"
+done
+# What each rank's statistics said between the barriers: one ledger, both
+# ranks in it, their 32 MiB together, under the one cap.
+for r in 0 1; do
+  grep -q "^node rank $r users 2 pinned 33554432 cap $cap$" "$tmp/shim.out" ||
+    fail "rank $r does not see both ranks' 32 MiB in one ledger capped at 512M: $(grep '^node' "$tmp/shim.out")"
+done
+echo "same checksums; $(grep '^node' "$tmp/shim.out" | tr '\n' ';')"
