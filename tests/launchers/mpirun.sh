@@ -1,11 +1,12 @@
 #!/bin/sh
-# mpirun.sh DSPRELOAD MPIRUN PROG: two ranks of rank_pin (MPI) under Open MPI's
+# mpirun.sh DSPRELOAD MPIRUN PROG LIB: two ranks of rank_pin (MPI) under Open MPI's
 # mpirun, as docs/deployment.md starts them: dspreload in the command each rank
 # runs. The checksums of what the ranks swapped must be those of the run
 # without the shim; each rank writes one stats file showing its two pinned
 # 8 MiB blocks, under one node cap; and, while both hold them, each rank's
-# statistics count both ranks in one node ledger.
-dsp=$1 mpirun=$2 prog=$3
+# statistics count both ranks in one node ledger. Then the other way the
+# document gives: the variables exported and forwarded with mpirun -x.
+dsp=$1 mpirun=$2 prog=$3 lib=$4
 . "$(dirname "$0")/common.sh"
 cap=536870912 # 512M
 # As root Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks
@@ -32,5 +33,17 @@ done
 for r in 0 1; do
   grep -q "^node rank $r users 2 pinned 33554432 cap $cap$" "$tmp/shim.out" ||
     fail "rank $r does not see both ranks' 32 MiB in one ledger capped at 512M: $(grep '^node' "$tmp/shim.out")"
+done
+# mpirun -x: the variables forwarded, mpirun itself under the shim too (it
+# pins nothing, so it writes no file).
+rm -f "$tmp"/stats/*
+LD_PRELOAD=$lib DSP_STATS_FILE="$tmp/stats/dsp.%p.json" DSP_NODE_KEY="$key" DSP_NODE_MAX_PINNED=512M \
+  DSP_LOG=warn "$@" -x LD_PRELOAD -x DSP_STATS_FILE -x DSP_NODE_KEY -x DSP_NODE_MAX_PINNED -x DSP_LOG \
+  "$prog" >"$tmp/x.out" 2>&1 || fail "mpirun -x LD_PRELOAD: exit $?"
+[ "$(grep '^rank ' "$tmp/x.out" | sort)" = "$a" ] || fail "mpirun -x: checksums differ: $(grep '^rank ' "$tmp/x.out")"
+check_ranks "$tmp/x.out" 2 >/dev/null || fail "mpirun -x: not one stats file per rank: $(ls "$tmp/stats")"
+for r in 0 1; do
+  grep -q "^node rank $r users 2 pinned 33554432 cap $cap$" "$tmp/x.out" ||
+    fail "mpirun -x: rank $r does not see both ranks in one ledger: $(grep '^node' "$tmp/x.out")"
 done
 echo "same checksums; $(grep '^node' "$tmp/shim.out" | tr '\n' ';')"

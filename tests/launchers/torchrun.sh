@@ -36,6 +36,13 @@ for f in $files; do
   [ "$(num "$f" node_pinned_bytes)" -le $cap ] || fail "rank $r saw the node over its cap: $(cat "$f")"
   r=$((r + 1))
 done
+# The table docs/deployment.md shows after the job: one row a rank, the totals.
+summary=$("$dsp" stats "$tmp"/stats/*.json) || fail "dspreload stats: exit $?"
+for f in $files; do
+  echo "$summary" | grep -q "^$(num "$f" pid) " || fail "dspreload stats has no row of $f: $summary"
+done
+[ "$(echo "$summary" | grep -c '^[0-9]')" -eq 2 ] && echo "$summary" | grep -q '^total ' ||
+  fail "dspreload stats: want 2 rows and a total: $summary"
 # The node table rank 0 printed between its barriers.
 table=$(sed -n 's/^\[default0\]:node //p' "$tmp/shim.out")
 for r in 0 1; do
