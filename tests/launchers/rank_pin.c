@@ -20,7 +20,7 @@
 #include <mpi.h>
 #endif
 
-#define SIZE (8u << 20) /* well over DSP_MALLOC_MIN and the pool's small sizes */
+#define SIZE (2u << 20) /* two blocks a rank fit the common 8 MiB RLIMIT_MEMLOCK of a non-root user */
 
 static void *(*pin_alloc)(size_t);
 static int (*pin_free)(void *);

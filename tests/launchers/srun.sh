@@ -5,7 +5,7 @@
 # srun, as docs/deployment.md starts them: dspreload in the command each task
 # runs, one DSP_NODE_KEY for the job. The checksums must be those of the run
 # without the shim; each task writes one stats file with its rank
-# (SLURM_PROCID) and its two pinned 8 MiB blocks; while both hold them, each
+# (SLURM_PROCID) and its two pinned 2 MiB blocks; while both hold them, each
 # task's statistics count both tasks in one node ledger under one cap.
 dsp=$1 prog=$2 py=$3
 . "$(dirname "$0")/common.sh"
@@ -24,6 +24,7 @@ SlurmctldHost=localhost
 SlurmctldPort=$1
 SlurmdPort=$2
 SlurmUser=$(id -un)
+SlurmdUser=$(id -un)
 AuthType=auth/none
 CredType=cred/none
 ProctrackType=proctrack/linuxproc
@@ -76,13 +77,13 @@ files=$(check_ranks "$tmp/shim.out" 2) || { echo "$files"; exit 1; }
 r=0
 for f in $files; do
   [ "$(num "$f" rank)" = $r ] || fail "$f: want \"rank\":$r (SLURM_PROCID): $(cat "$f")"
-  [ "$(num "$f" pool_misses)" -ge 2 ] && [ "$(num "$f" pinned_new_bytes)" -ge 16777216 ] ||
-    fail "rank $r did not pin its two 8 MiB blocks: $(cat "$f")"
+  [ "$(num "$f" pool_misses)" -ge 2 ] && [ "$(num "$f" pinned_new_bytes)" -ge 4194304 ] ||
+    fail "rank $r did not pin its two 2 MiB blocks: $(cat "$f")"
   [ "$(num "$f" node_cap_bytes)" = $cap ] || fail "rank $r is not under the node cap 512M: $(cat "$f")"
   r=$((r + 1))
 done
 for r in 0 1; do
-  grep -q "^node rank $r users 2 pinned 33554432 cap $cap$" "$tmp/shim.out" ||
-    fail "rank $r does not see both tasks' 32 MiB in one ledger capped at 512M: $(grep '^node' "$tmp/shim.out")"
+  grep -q "^node rank $r users 2 pinned 8388608 cap $cap$" "$tmp/shim.out" ||
+    fail "rank $r does not see both tasks' 8 MiB in one ledger capped at 512M: $(grep '^node' "$tmp/shim.out")"
 done
 echo "same checksums; $(grep '^node' "$tmp/shim.out" | tr '\n' ';')"
