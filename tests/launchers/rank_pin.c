@@ -20,7 +20,8 @@
 #include <mpi.h>
 #endif
 
-#define SIZE (2u << 20) /* two blocks a rank fit the common 8 MiB RLIMIT_MEMLOCK of a non-root user */
+/* Two blocks a rank fit the 8 MiB RLIMIT_MEMLOCK a non-root user commonly has. */
+#define SIZE (2u << 20)
 
 static void *(*pin_alloc)(size_t);
 static int (*pin_free)(void *);
