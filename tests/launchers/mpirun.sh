@@ -12,6 +12,10 @@ cap=536870912 # 512M
 # As root Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks
 # run on fewer free slots than that (a shared 2-core machine, a container).
 set -- "$mpirun" --oversubscribe -np 2
+# Shared memory without cross-memory attach: process_vm_readv between sibling
+# ranks is refused where Yama's ptrace_scope is 1 or ptrace is not granted
+# (containers), which Open MPI reports as a failed read, not as a fallback.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
 [ "$(id -u)" -eq 0 ] && set -- "$@" --allow-run-as-root
 "$@" "$prog" >"$tmp/plain.out" 2>&1 || fail "mpirun without the shim: exit $?"
 "$@" "$dsp" --stats-file "$tmp/stats/dsp.%p.json" DSP_NODE_KEY="$key" DSP_NODE_MAX_PINNED=512M \
