@@ -64,7 +64,7 @@ until [ "$(sinfo -h -n localhost -o %T 2>/dev/null)" = idle ]; do
 done
 srun_ranks() {
   rm -f "$tmp/sync"/*
-  RANK_PIN_SYNC=$tmp/sync timeout 300 srun --ntasks-per-node 2 "$@"
+  RANK_PIN_SYNC=$tmp/sync timeout 120 srun --ntasks-per-node 2 "$@"
 }
 srun_ranks "$prog" >"$tmp/plain.out" 2>&1 || fail "srun without the shim: exit $?"
 srun_ranks "$dsp" --stats-file "$tmp/stats/dsp.%p.json" DSP_NODE_KEY="$key" \
