@@ -14,8 +14,8 @@
  *   calls some through the PLT) pass straight through.
  *
  * This file holds the hooks, the layer's resolver and its fork handlers; the
- * real functions, the re-entry guard and the lock the layer's files share are
- * io/cufile_layer.c, the handles the application registered
+ * real functions, the re-entry guard and the condition the layer's lock waits
+ * on are io/cufile_layer.c, the handles the application registered
  * io/cufile_handles.c.
  *
  * The shim links no cuFile library: real functions are found at the first call
