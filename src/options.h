@@ -30,7 +30,7 @@ DSP_OPTION(STATS_FILE, STRING(4096), SECURE_IGNORED, "", "a path (%p becomes the
            "nothing write none. The file is written whole or not at all (a new file renamed "
            "over the name); a name that holds a symbolic link, a FIFO, a device or another "
            "user's file is left alone with a warning. fd:N appends the object to open "
-           "descriptor N instead (fd:2 is stderr).")
+           "descriptor N instead (fd:2 is stderr). Its keys: docs/statistics.md.")
 DSP_OPTION(STATS_FILE_MODE, MODE, SECURE_IGNORED, "0600", "an octal mode (0600, 0640, 0644)",
            "Permissions of the DSP_STATS_FILE file, whatever the umask.")
 DSP_OPTION(MAX_PINNED, SIZE, SECURE_OFF, "auto",
