@@ -239,3 +239,32 @@ Test(config, string_rows_hold_their_declared_bytes) {
     }
     cr_assert_eq(DSP_NODE_KEY_MAX, dsp_opt_desc[DSP_OPT_NODE_KEY].str_cap);
 }
+
+/* Issue 32: a SECURE_OFF row takes its off word under secure execution (what
+ * docs/configuration.md, "Secure execution", lists from the same rows), and
+ * no other value. */
+Test(config, secure_off_rows_honour_their_off_word_only) {
+    int honoured = 0;
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        const struct dsp_opt_desc *d = &dsp_opt_desc[i];
+        if (d->secure != DSP_SECURE_OFF) continue;
+        const char *word = d->type == DSP_T_BOOL ? "0" : "off";
+        long long off;
+        if (dsp_config_parse((enum dsp_opt_id)i, word, RAM, &off) != 0) word = "never";
+        if (dsp_config_parse((enum dsp_opt_id)i, word, RAM, &off) != 0) continue;
+        char kv[96];
+        snprintf(kv, sizeof kv, "%s=%s", d->name, word);
+        char *env[] = {kv, NULL};
+        dsp_config_load_as(env, RAM, 1);
+        cr_assert_eq(dsp_opt((enum dsp_opt_id)i), off, "%s", kv);
+        snprintf(kv, sizeof kv, "%s=%s", d->name, d->type == DSP_T_BOOL ? "1" : "64M");
+        log_capture_start();
+        dsp_config_load_as(env, RAM, 1);
+        const char *out = log_capture_collect();
+        cr_assert(strstr(out, "secure execution") && strstr(out, d->name), "%s: %s", kv, out);
+        honoured++;
+    }
+    cr_assert_eq(honoured, 8,
+                 "DSP_STATS, NODE, NODE_MAX_PINNED, HUGEPAGES, CUDA, AIO_BOUNCE, "
+                 "CUFILE, MALLOC_MIN");
+}
