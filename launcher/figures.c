@@ -67,13 +67,9 @@ const char *fig_time(char *buf, size_t cap, double secs, double res) {
         snprintf(buf, cap, "0 ns");
         return buf;
     }
-    /* The finest digit: the third significant one, or the power of ten at
-     * or above the resolution where that is coarser. */
-    int eres = -FIG_EXP_MAX;
-    if (res > 0) {
-        eres = res < p10(-FIG_EXP_MAX) ? -FIG_EXP_MAX : lead_exp(res);
-        if (p10(eres) < res) eres++;
-    }
+    /* The finest digit: the third significant one, or the resolution's
+     * leading digit where that is coarser (a 4 ms tick: whole ms). */
+    int eres = res < p10(-FIG_EXP_MAX) ? -FIG_EXP_MAX : lead_exp(res);
     int e = lead_exp(secs);
     int q = e - 2 > eres ? e - 2 : eres;
     double n = quanta(secs, q);

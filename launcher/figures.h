@@ -3,10 +3,11 @@
  * `doctor`:
  *
  * - A duration is printed in the unit its size calls for (ns, µs, ms, s) to
- *   about 3 significant figures, and never to a digit finer than it was
- *   measured: the clock's resolution (clock_getres), divided by the
- *   repetitions a figure is the mean of. "18.0 ms", "482 ms", "3.37 s",
- *   "42 ns"; 999.95 µs rounds to "1.00 ms".
+ *   3 significant figures, and never to a digit finer than it was
+ *   measured: the leading digit of the clock's resolution (clock_getres),
+ *   divided by the repetitions a figure is the mean of. "18.0 ms", "482 ms",
+ *   "3.37 s", "42 ns" (not "42.0": a 1 ns clock), "18 ms" with a 4 ms tick;
+ *   999.95 µs rounds to "1.00 ms". Below one tick: "< 1 ns".
  * - A span shorter than fig_min_timed() of its clock is no timing: it reads
  *   "too small to time". The demo repeats such work until it takes long
  *   enough instead.
