@@ -16,8 +16,9 @@
  * - Sizes are src/fmt.c's dsp_fmt_bytes ("1.5 KiB", "20.4 GiB"): exact
  *   counts, to tenths of their binary unit.
  *
- * figures.c uses no other file of the project: the demo workload
- * (dspreload-demo), which links nothing of the shim, has it too. */
+ * stats and doctor print counts and sizes only (dsp_fmt_bytes); the demo
+ * workload (dspreload-demo) times. figures.c uses no other file of the
+ * project: that program links nothing of the shim. */
 #ifndef DSP_LAUNCHER_FIGURES_H
 #define DSP_LAUNCHER_FIGURES_H
 
