@@ -1,9 +1,8 @@
 /* The demo workload (dspreload-demo), run by `dspreload demo` under the shim:
- * the same work done with and without the shim's help, in one process, and
- * what the shim did. Seconds on a 2-core machine without a GPU. Its figures
- * follow launcher/figures.h: work too quick for the clock is repeated until
- * it can be timed, and only work timed on both sides gets a ratio and counts
- * in the total. */
+ * the same work done with and without the shim's help, and what the shim
+ * did; in one process but for the libraries' sections (baseline()). Seconds on a 2-core machine
+ * without a GPU. Its figures follow launcher/figures.h: work too quick for the clock is repeated
+ * until it can be timed, and only work timed on both sides gets a ratio and counts in the total. */
 #include "timing.h"
 #include "figures.h"
 #include "cufile_types.h"
@@ -14,10 +13,13 @@
 #include <errno.h>
 #include <linux/aio_abi.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,10 +101,14 @@ static void report(const char *what, struct fig_span with, long with_runs, struc
         saved_sections++;
     }
     printf("\n");
-    if (with_runs > 1 || without_runs > 1)
+    if (with_runs > 1 && without_runs > 1)
         printf("  (each figure the mean of %ld runs with dspreload, %ld without: one run is too "
                "quick to time)\n",
                with_runs, without_runs);
+    else if (with_runs > 1 || without_runs > 1)
+        printf("  (the figure %s is the mean of %ld runs: one run is too quick to time)\n",
+               with_runs > 1 ? "with dspreload" : "without",
+               with_runs > 1 ? with_runs : without_runs);
 }
 
 /* Both sides of a section: without the shim's help first, as before. */
@@ -235,66 +241,44 @@ static void *open_library(const char *env_name, const char *a, const char *b, co
     return h;
 }
 
+/* Sections 2 and 3 time their "without" side in a process of its own, run
+ * without the shim (baseline()): in this one, the shim answers dlsym on the
+ * library's own handle too (issue 15, KvikIO's way), so the library's
+ * functions cannot be reached past it and both sides were the shim's. Each
+ * measure_* function does its section's work with the functions this process
+ * resolves: the shim's hooks here, the library's own in that process. 0, or
+ * -1 with the reason in why. */
+#define MEASURE_ARGS struct fig_span *s, long *runs, const char *which, char *why, size_t cap
+
 typedef cudaError_t (*cuda_alloc_fn)(void **, size_t, unsigned);
 typedef cudaError_t (*cuda_free_fn)(void *);
 struct cuda_calls {
-    cuda_alloc_fn hooked_alloc, real_alloc;
-    cuda_free_fn hooked_free, real_free;
+    cuda_alloc_fn alloc;
+    cuda_free_fn release;
 };
 
-static int cuda_rounds(cuda_alloc_fn alloc, cuda_free_fn release) {
+static int cuda_rounds(void *arg) {
+    struct cuda_calls *c = arg;
     void *p;
     for (int i = 0; i < ROUNDS; i++)
-        if (alloc(&p, SIZE, 0) || release(p)) {
-            printf("  cudaHostAlloc or cudaFreeHost failed in the middle of the rounds\n");
-            return -1;
-        }
+        if (c->alloc(&p, SIZE, 0) || c->release(p)) return -1;
     return 0;
 }
 
-static int cuda_without(void *arg) {
-    struct cuda_calls *c = arg;
-    return cuda_rounds(c->real_alloc, c->real_free);
-}
-
-static int cuda_with(void *arg) {
-    struct cuda_calls *c = arg;
-    return cuda_rounds(c->hooked_alloc, c->hooked_free);
-}
-
-static void cuda(void) {
-    const char *path, *which;
-    void *h =
-        open_library("DSPRELOAD_DEMO_CUDART", "libcudart.so.13", "libcudart.so.12", &path, &which);
-    printf("2. CUDA pinned memory, %d rounds of cudaHostAlloc + cudaFreeHost of 64 MiB:\n", ROUNDS);
-    if (!h) {
-        printf("  skipped: no libcudart found (install CUDA; in the build tree the demo uses its "
-               "test double)\n");
-        return;
-    }
-    /* The global symbol is the shim's hook; the handle's is the library's own. */
-    struct cuda_calls c = {
-        .hooked_alloc = (cuda_alloc_fn)dlsym(RTLD_DEFAULT, "cudaHostAlloc"),
-        .real_alloc = (cuda_alloc_fn)dlsym(h, "cudaHostAlloc"),
-        .hooked_free = (cuda_free_fn)dlsym(RTLD_DEFAULT, "cudaFreeHost"),
-        .real_free = (cuda_free_fn)dlsym(h, "cudaFreeHost"),
-    };
-    if (!c.hooked_alloc || !c.real_alloc || !c.hooked_free || !c.real_free) {
-        printf("  skipped: %s lacks cudaHostAlloc or cudaFreeHost\n", which);
-        return;
-    }
+static int measure_cuda(MEASURE_ARGS) {
+    struct cuda_calls c = {(cuda_alloc_fn)dlsym(RTLD_DEFAULT, "cudaHostAlloc"),
+                           (cuda_free_fn)dlsym(RTLD_DEFAULT, "cudaFreeHost")};
+    if (!c.alloc || !c.release)
+        return snprintf(why, cap, "%s lacks cudaHostAlloc or cudaFreeHost", which), -1;
     void *p;
-    cudaError_t rc = c.real_alloc(&p, SIZE, 0);
-    if (rc != cudaSuccess) {
-        printf("  %s: cudaHostAlloc fails here (error %d: no usable GPU driver);\n", which, rc);
-        printf("  with dspreload it fails the same way (calls pass through unchanged): nothing "
-               "to time\n");
-        return;
-    }
-    c.real_free(p);
-    compare(path && !strcmp(which, path) ? "alloc + free (libcudart test double):"
-                                         : "alloc + free:",
-            cuda_with, cuda_without, &c);
+    cudaError_t rc = c.alloc(&p, SIZE, 0);
+    if (rc != cudaSuccess)
+        return snprintf(why, cap, "cudaHostAlloc fails (error %d: no usable GPU driver)", rc), -1;
+    c.release(p);
+    *s = timed(cuda_rounds, &c, runs);
+    if (!(s->secs >= 0))
+        return snprintf(why, cap, "cudaHostAlloc or cudaFreeHost failed in the rounds"), -1;
+    return 0;
 }
 
 /* cuFile reads into pinned memory: the shim reads them itself, straight into
@@ -302,40 +286,35 @@ static void cuda(void) {
  * stages them through its bounce buffer. */
 typedef ssize_t (*read_fn)(CUfileHandle_t, void *, size_t, off_t, off_t);
 struct cufile_reads {
-    read_fn fn;
+    read_fn read;
     CUfileHandle_t fh;
     char *buf;
 };
 
-static int cufile_rounds(read_fn fn, struct cufile_reads *c) {
+static int cufile_rounds(void *arg) {
+    struct cufile_reads *c = arg;
     for (int i = 0; i < ROUNDS; i++)
-        if (fn(c->fh, c->buf, SIZE, 0, 0) != (ssize_t)SIZE) {
-            printf("  a cuFileRead failed in the middle of the rounds\n");
-            return -1;
-        }
+        if (c->read(c->fh, c->buf, SIZE, 0, 0) != (ssize_t)SIZE) return -1;
     return 0;
 }
 
-static int cufile_without(void *arg) {
-    struct cufile_reads *c = arg;
-    return cufile_rounds(c[1].fn, c);
+/* The pinned buffer: the shim's, or, without it, locked by hand as a
+ * program without it would have it. */
+static char *pinned_alloc(void) {
+    if (dsp_alloc_) return dsp_alloc_(SIZE);
+    char *p = raw_alloc(SIZE);
+    if (p && mlock(p, SIZE) != 0) munmap(p, SIZE), p = NULL;
+    return p;
 }
 
-static int cufile_with(void *arg) {
-    struct cufile_reads *c = arg;
-    return cufile_rounds(c[0].fn, c);
+static void pinned_free(char *p) {
+    if (dsp_free_)
+        dsp_free_(p);
+    else
+        munlock(p, SIZE), munmap(p, SIZE);
 }
 
-static void cufile(void) {
-    const char *path, *which;
-    void *h = open_library("DSPRELOAD_DEMO_CUFILE", "libcufile.so.0", NULL, &path, &which);
-    printf("3. cuFile, %d cuFileRead calls of 64 MiB from a file into pinned memory:\n", ROUNDS);
-    if (!h) {
-        printf("  skipped: no libcufile found (install GPUDirect Storage; in the build tree the "
-               "demo uses its test double)\n");
-        return;
-    }
-    /* The global symbols are the shim's hooks; the handle's are the library's own. */
+static int measure_cufile(MEASURE_ARGS) {
     CUfileError_t (*open_drv)(void) =
         (CUfileError_t(*)(void))dlsym(RTLD_DEFAULT, "cuFileDriverOpen");
     CUfileError_t (*reg)(CUfileHandle_t *, CUfileDescr_t *) =
@@ -343,20 +322,20 @@ static void cufile(void) {
                                                                    "cuFileHandleRegister");
     void (*dereg)(CUfileHandle_t) =
         (void (*)(CUfileHandle_t))dlsym(RTLD_DEFAULT, "cuFileHandleDeregister");
-    read_fn hooked = (read_fn)dlsym(RTLD_DEFAULT, "cuFileRead");
-    read_fn real = (read_fn)dlsym(h, "cuFileRead");
+    struct cufile_reads c = {(read_fn)dlsym(RTLD_DEFAULT, "cuFileRead"), NULL, NULL};
+    if (!open_drv || !reg || !dereg || !c.read)
+        return snprintf(why, cap, "%s lacks the cuFile calls the demo makes", which), -1;
     char tmpl[] = "/tmp/dspreload-demo-XXXXXX";
     int wfd = mkstemp(tmpl);
-    char *buf = dsp_alloc_(SIZE);
-    if (!open_drv || !reg || !dereg || !hooked || !real || wfd < 0 || !buf) {
-        printf("  %s: not usable here\n", which);
-        if (wfd >= 0) close(wfd), unlink(tmpl);
-        if (buf) dsp_free_(buf);
-        return;
-    }
+    if (wfd < 0) return snprintf(why, cap, "no file in /tmp: %s", strerror(errno)), -1;
     unlink(tmpl);
-    memset(buf, 7, SIZE);
-    int ok = pwrite(wfd, buf, SIZE, 0) == (ssize_t)SIZE && fsync(wfd) == 0;
+    c.buf = pinned_alloc();
+    if (!c.buf) {
+        close(wfd);
+        return snprintf(why, cap, "no pinned buffer of 64 MiB: %s", strerror(errno)), -1;
+    }
+    memset(c.buf, 7, SIZE);
+    int ok = pwrite(wfd, c.buf, SIZE, 0) == (ssize_t)SIZE && fsync(wfd) == 0;
     /* GPUDirect Storage users open their files with O_DIRECT. */
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", wfd);
@@ -366,25 +345,197 @@ static void cufile(void) {
     memset(&d, 0, sizeof d);
     d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
     d.handle.fd = fd;
-    CUfileHandle_t fh = NULL;
     CUfileError_t e = open_drv();
-    if (ok && fd >= 0 && e.err == CU_FILE_SUCCESS) e = reg(&fh, &d);
-    ok = ok && fd >= 0 && e.err == CU_FILE_SUCCESS && real(fh, buf, SIZE, 0, 0) == (ssize_t)SIZE &&
-         hooked(fh, buf, SIZE, 0, 0) == (ssize_t)SIZE; /* warm both paths */
-    /* [0] the shim's, [1] the library's own, on the same handle and buffer. */
-    struct cufile_reads c[2] = {{hooked, fh, buf}, {real, fh, buf}};
-    if (ok)
-        compare(path && !strcmp(which, path) ? "cuFileRead (libcufile test double):"
-                                             : "cuFileRead:",
-                cufile_with, cufile_without, c);
-    else
-        printf("  %s: cuFileRead fails here (error %d); with dspreload it fails the same way: "
-               "nothing to time\n",
-               which, e.err);
-    if (fh) dereg(fh);
+    if (ok && fd >= 0 && e.err == CU_FILE_SUCCESS) e = reg(&c.fh, &d);
+    ok = ok && fd >= 0 && e.err == CU_FILE_SUCCESS && cufile_rounds(&c) == 0; /* warm */
+    if (ok) *s = timed(cufile_rounds, &c, runs);
+    if (!ok)
+        snprintf(why, cap, "cuFileRead fails (error %d)", e.err);
+    else if (!(s->secs >= 0))
+        snprintf(why, cap, "a cuFileRead failed in the rounds"), ok = 0;
+    if (c.fh) dereg(c.fh);
     if (fd >= 0) close(fd);
     close(wfd);
-    dsp_free_(buf);
+    pinned_free(c.buf);
+    return ok ? 0 : -1;
+}
+
+static const struct section {
+    const char *name, *env, *lib_a, *lib_b, *label, *skipped;
+    int (*measure)(MEASURE_ARGS);
+} sections[] = {
+    {"cuda", "DSPRELOAD_DEMO_CUDART", "libcudart.so.13", "libcudart.so.12", "alloc + free",
+     "skipped: no libcudart found (install CUDA; in the build tree the demo uses its test double)",
+     measure_cuda},
+    {"cufile", "DSPRELOAD_DEMO_CUFILE", "libcufile.so.0", NULL, "cuFileRead",
+     "skipped: no libcufile found (install GPUDirect Storage; in the build tree the demo uses its "
+     "test double)",
+     measure_cufile},
+};
+
+/* The section's library, as the section finds it; NULL if none. */
+static void *section_library(const struct section *sec, const char **which, int *double_) {
+    const char *path;
+    void *h = open_library(sec->env, sec->lib_a, sec->lib_b, &path, which);
+    *double_ = h && path && !strcmp(*which, path);
+    return h;
+}
+
+/* LD_PRELOAD less the shim (the library dsp_alloc is in), for the process
+ * without it; the caller's other preloads stay. */
+static void preload_without_shim(char *out, size_t cap) {
+    Dl_info info;
+    const char *pre = getenv("LD_PRELOAD");
+    size_t n = 0;
+    out[0] = 0;
+    if (!pre || !dladdr((void *)dsp_alloc_, &info) || !info.dli_fname) return;
+    char shim[PATH_MAX];
+    if (!realpath(info.dli_fname, shim)) snprintf(shim, sizeof shim, "%s", info.dli_fname);
+    for (const char *p = pre; *p;) {
+        size_t len = strcspn(p, " :");
+        char entry[PATH_MAX], real[PATH_MAX];
+        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+        int ours = !strcmp(entry, info.dli_fname) || (realpath(entry, real) && !strcmp(real, shim));
+        if (len && !ours && n + len + 2 < cap)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ":" : "", entry);
+        p += len;
+        if (*p) p++;
+    }
+}
+
+/* Runs this program as `dspreload-demo --without NAME` without the shim and
+ * reads the span it timed: 0, or -1 with its reason in why. */
+static int baseline(const struct section *sec, struct fig_span *s, long *runs, char *why,
+                    size_t cap) {
+    extern char **environ;
+    char exe[PATH_MAX], preload[8192], preload_var[8200];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return snprintf(why, cap, "/proc/self/exe unreadable"), -1;
+    exe[len] = 0;
+    preload_without_shim(preload, sizeof preload);
+    snprintf(preload_var, sizeof preload_var, "LD_PRELOAD=%s", preload);
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env) return snprintf(why, cap, "out of memory"), -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0) env[k++] = environ[i];
+    if (preload[0]) env[k++] = preload_var;
+    char *argv[] = {exe, "--without", (char *)sec->name, NULL};
+    int fds[2];
+    if (pipe(fds) != 0) return free(env), snprintf(why, cap, "pipe: %s", strerror(errno)), -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int rc = posix_spawn(&pid, exe, &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        return snprintf(why, cap, "cannot run it again: %s", strerror(rc)), -1;
+    }
+    char out[512];
+    size_t got = 0;
+    for (ssize_t r; got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got));)
+        if (r > 0)
+            got += (size_t)r;
+        else if (errno != EINTR)
+            break;
+    out[got] = 0;
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
+    out[strcspn(out, "\n")] = 0;
+    if (!strncmp(out, "ok ", 3)) {
+        char *end;
+        s->secs = strtod(out + 3, &end);
+        s->res = strtod(end, &end);
+        *runs = strtol(end, &end, 10);
+        s->timed = (int)strtol(end, &end, 10);
+        if (*runs > 0) return 0;
+    }
+    snprintf(why, cap, "%.200s",
+             !strncmp(out, "fail ", 5) ? out + 5 : "its process gave no figure");
+    return -1;
+}
+
+/* `dspreload-demo --without NAME`: the section's work timed in this
+ * process, which the shim is not in; one line on stdout. */
+static int without_main(const char *name) {
+    clock_res = fig_clock_res(CLOCK_MONOTONIC);
+    const struct section *sec = NULL;
+    for (size_t i = 0; i < sizeof sections / sizeof *sections; i++)
+        if (!strcmp(sections[i].name, name)) sec = &sections[i];
+    char why[256];
+    struct fig_span s;
+    long runs = 0;
+    const char *which;
+    int double_;
+    if (!sec)
+        snprintf(why, sizeof why, "no section %s", name);
+    else if (dsp_alloc_)
+        snprintf(why, sizeof why, "the shim is loaded here too");
+    else if (!section_library(sec, &which, &double_))
+        snprintf(why, sizeof why, "%s", sec->skipped);
+    else if (sec->measure(&s, &runs, which, why, sizeof why) == 0) {
+        printf("ok %a %a %ld %d\n", s.secs, s.res, runs, s.timed);
+        return 0;
+    }
+    printf("fail %s\n", why);
+    return 1;
+}
+
+/* Sections 2 and 3: the library's work without the shim (in a process of
+ * its own), then with it, here. */
+static void library_section(const struct section *sec) {
+    const char *which;
+    int double_;
+    if (!section_library(sec, &which, &double_)) {
+        printf("  %s\n", sec->skipped);
+        return;
+    }
+    char why[256], label[64];
+    struct fig_span with, without;
+    long with_runs = 0, without_runs = 0;
+    if (baseline(sec, &without, &without_runs, why, sizeof why) != 0) {
+        char why_with[256];
+        if (sec->measure(&with, &with_runs, which, why_with, sizeof why_with) == 0)
+            printf("  %s: %s without dspreload; it works with it: nothing to compare\n", which,
+                   why);
+        else if (!strcmp(why, why_with))
+            printf("  %s: %s, with dspreload and without: nothing to time\n", which, why);
+        else
+            printf("  %s: %s without dspreload, %s with it: nothing to time\n", which, why,
+                   why_with);
+        return;
+    }
+    if (sec->measure(&with, &with_runs, which, why, sizeof why) != 0) {
+        printf("  %s with dspreload: %s: nothing to compare\n", which, why);
+        return;
+    }
+    snprintf(label, sizeof label, "%s%s:", sec->label,
+             double_ ? (sec == sections ? " (libcudart test double)" : " (libcufile test double)")
+                     : "");
+    report(label, with, with_runs, without, without_runs);
+}
+
+static void cuda(void) {
+    printf("2. CUDA pinned memory, %d rounds of cudaHostAlloc + cudaFreeHost of 64 MiB\n   "
+           "(without dspreload: in a process of its own, which the shim is not in):\n",
+           ROUNDS);
+    library_section(&sections[0]);
+}
+
+static void cufile(void) {
+    printf("3. cuFile, %d cuFileRead calls of 64 MiB from a file into pinned memory\n   "
+           "(without dspreload: in a process of its own, which the shim is not in):\n",
+           ROUNDS);
+    library_section(&sections[1]);
 }
 
 /* libaio: O_DIRECT reads into a buffer at page + 1, which the kernel refuses
@@ -487,11 +638,12 @@ static void libaio(void) {
     munmap(buf, CHUNK + 4096);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     dsp_alloc_ = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "dsp_alloc");
     dsp_free_ = (int (*)(void *))dlsym(RTLD_DEFAULT, "dsp_free");
     dsp_is_pinned_ = (int (*)(const void *, size_t))dlsym(RTLD_DEFAULT, "dsp_is_pinned");
     dsp_stats_json_ = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "dsp_stats_json");
+    if (argc == 3 && !strcmp(argv[1], "--without")) return without_main(argv[2]);
     if (!dsp_alloc_ || !dsp_free_ || !dsp_is_pinned_ || !dsp_stats_json_) {
         fprintf(stderr, "dspreload-demo: run me with `dspreload demo` (the shim is not loaded)\n");
         return 2;
@@ -502,7 +654,7 @@ int main(void) {
     char *warm = mmap(NULL, 1u << 30, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (warm != MAP_FAILED) madvise(warm, 1u << 30, MADV_POPULATE_WRITE), munmap(warm, 1u << 30);
 
-    printf("dspreload demo: the same work with and without the shim, in one process\n\n");
+    printf("dspreload demo: the same work with and without the shim\n\n");
     pinned_buffers();
     cuda();
     cufile();

@@ -36,10 +36,21 @@ check_figures() {
 }
 
 # In the build tree: the doubles of libcudart and libcufile are found and timed.
-out=$("$cmd" demo 2>&1) || fail "demo exited $?: $out"
+out=$("$cmd" --stats-file "$dir/s.%p.json" demo 2>&1) || fail "demo exited $?: $out"
 check_figures "$out"
 echo "$out" | grep -E 'alloc \+ free \(libcudart test double\):' | grep -qE '[0-9]x\)$' ||
   fail "the libcudart double's alloc + free was not timed on both sides: $out"
+# Its side without dspreload is without it: the shim, which answers dlsym on
+# the library's own handle too, served both sides in one process before. It
+# served only the runs with it (20 calls each, and one trial), and the
+# process without it wrote no stats.
+[ "$(ls "$dir" | grep -c '^s\.')" -eq 1 ] || fail "the side without the shim had it: $(ls "$dir")"
+runs=$(echo "$out" | grep -A1 'libcudart test double' |
+  sed -nE 's/.*(the figure with dspreload is|each figure) the mean of ([0-9]+) runs.*/\2/p')
+served=$(grep -oE '"cuda_host_alloc_served":[0-9]+' "$dir"/s.*.json | cut -d: -f2)
+[ "$served" -eq $((${runs:-1} * 20 + 1)) ] ||
+  fail "$served cudaHostAlloc calls served, ${runs:-1} runs of 20 with the shim: $out"
+rm -f "$dir"/s.*.json
 echo "$out" | grep -qE 'cuFileRead \(libcufile test double\):' ||
   fail "the libcufile double was not used: $out"
 
