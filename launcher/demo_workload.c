@@ -424,7 +424,8 @@ static int baseline(const struct section *sec, struct fig_span *s, long *runs, c
     if (preload[0]) env[k++] = preload_var;
     char *argv[] = {exe, "--without", (char *)sec->name, NULL};
     int fds[2];
-    if (pipe(fds) != 0) return free(env), snprintf(why, cap, "pipe: %s", strerror(errno)), -1;
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return free(env), snprintf(why, cap, "pipe: %s", strerror(errno)), -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
