@@ -11,6 +11,7 @@
 #include "fork.h"
 #include "log.h"
 #include "manager.h"
+#include "arena.h"
 #include "reentry.h"
 #include "registry.h"
 #include "stats.h"

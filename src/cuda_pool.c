@@ -2,6 +2,8 @@
  * eviction. Every driver call is the CUDA layer's. */
 #include "block.h"
 #include "manager.h"
+#include "budget.h"
+#include "pool.h"
 #include "stats.h"
 
 int dsp_cuda_pool_would_make_room(size_t len) {

@@ -10,7 +10,11 @@
  * dsp_alloc block the program registered) wait in cuda_private for eviction,
  * since handing private memory to cudaHostAlloc would make its forks copy
  * (issue 13). */
+#include "budget.h"
 #include "manager.h"
+#include "pin.h"
+#include "arena.h"
+#include "pool.h"
 #include "node.h"
 #include "stats.h"
 
