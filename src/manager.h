@@ -12,6 +12,7 @@
 #include "reentry.h"
 #include "slab.h"
 #include "span.h"
+#include "span_kind.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,8 +25,14 @@ struct dsp_manager {
      * compare. Zero until the first allocation reserves it. */
     _Atomic uintptr_t lo, hi;
     uintptr_t bump;
-    struct dsp_bins cuda_cached;  /* pooled served spans still registered with CUDA */
-    struct dsp_bins cuda_private; /* other registered spans: evicted, never reused */
+    /* Each registered span kind's hooks (span_kind.h; NULL until a layer
+     * adds it) and its pooled spans, still registered: `reuse`, the served
+     * spans its served allocations take again, and `held`, the others
+     * (evicted, never reused). Under mu, but for ops. */
+    struct dsp_kind_pool {
+        const struct dsp_span_kind *ops;
+        struct dsp_bins reuse, held;
+    } kinds[DSP_SPAN_KINDS];
     /* Served memory's memfd (pin.c): descriptor + 1 (0: none yet), its
      * identity (the program may close the descriptor and reuse the number),
      * and -1 once it proved impossible (served blocks are then private). */
@@ -34,8 +41,7 @@ struct dsp_manager {
     size_t pinned, locked; /* see budget.c */
     size_t kept; /* live blocks layers keep idle for reuse (dsp_block_keep: the bounce pool) */
     size_t budget, cap, pool_max, arena_size;
-    size_t auto_cap;                   /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
-    const struct dsp_layer_ops *layer; /* the CUDA layer's hooks, once it runs */
+    size_t auto_cap; /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     int huge_mode, prefault_threads;
     /* With DSP_HUGEPAGES=auto, whether huge pages pay on this machine: 0 not
      * asked yet, 1 they do, -1 they do not (manager.c, page_kind, at the
@@ -95,8 +101,9 @@ static inline int dsp_in_arena(const void *p) {
  * that no caller reserves before planning. 0 or -errno of the reservation. */
 int dsp_arena_ready(struct dsp_manager *m);
 
-/* dsp_trim without the CUDA layer's registered pool (no driver call): the
- * layers' caches and the general pool; bytes released. Takes the lock. */
+/* dsp_trim without the span kinds' registered pools (no call a kind's layer
+ * makes): the layers' caches and the general pool; bytes released. Takes the
+ * lock. */
 size_t dsp_trim_unregistered(void);
 
 #endif
