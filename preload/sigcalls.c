@@ -14,6 +14,12 @@
  * costs one or two branches. Where another definition is reached before these
  * (a sanitizer runtime), dsp_sigcalls_bound() says so and the hooks ask the
  * kernel every time, as before. */
+/* Compiled without _FORTIFY_SOURCE whatever the build flags say (Debian's
+ * dpkg-buildflags and Ubuntu's compiler turn it on): <setjmp.h> then renames
+ * longjmp, _longjmp and siglongjmp to __longjmp_chk at the assembly level,
+ * so the hooks below would all be emitted as one symbol, which the assembler
+ * refuses (issue 31, the Debian package's build). */
+#undef _FORTIFY_SOURCE
 #include "guard.h"
 #include "internal.h"
 #include "real.h"
