@@ -15,6 +15,7 @@
  * of our locks (dsp_in_manager, reentry.h) allocates from glibc and defers its
  * frees of hinted blocks; both checks are on the slow paths only. */
 #include "block.h"
+#include "block_bits.h"
 #include "config.h"
 #include "log.h"
 #include "malloc_bind.h"

@@ -1,6 +1,7 @@
 /* This process in the node ledger (node.h, ledger.h). All of it runs under
  * the manager's mutex except the wait, the timer thread and the lock-free
  * reads, so the connection needs no lock of its own. */
+#include "manager.h"
 #include "node.h"
 
 #include "cgroup.h"
@@ -9,7 +10,6 @@
 #include "fmt.h"
 #include "ledger.h"
 #include "log.h"
-#include "manager.h"
 #include "stats.h"
 #include "sys.h"
 
