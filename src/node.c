@@ -56,14 +56,23 @@ _Atomic int dsp_node_timer_wanted;
 DSP_TLS size_t dsp_node_wait_len;
 static DSP_TLS int retrying;
 
-static int env_int(const char *a, const char *b) {
-    const char *v = getenv(a);
-    if (!v || !*v) v = b ? getenv(b) : NULL;
+/* The first of the names (a NULL-ended list) set to a number; -1 if none. */
+static int env_int(const char *const *names) {
+    const char *v = NULL;
+    for (; *names && (!v || !*v); names++) v = getenv(*names);
     if (!v || *v < '0' || *v > '9') return -1;
     long n = 0;
     for (; *v >= '0' && *v <= '9' && n < 1000000; v++) n = n * 10 + (*v - '0');
     return (int)n;
 }
+
+/* Which rank of a job this process is, as each launcher says it: torchrun
+ * and DeepSpeed, Slurm, Open MPI, then MPICH and Intel MPI (Hydra). Open MPI
+ * sets none of the others, so its ranks showed no rank (issue 31). */
+static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                        NULL};
+static const char *const local_rank_vars[] = {
+    "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", NULL};
 
 /* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). A
  * path too long for the key keeps its head and gains the hash of all of it,
@@ -131,8 +140,8 @@ void dsp_node_configure(struct dsp_manager *m, const struct dsp_node_ops *ops) {
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);
     node.state = dsp_opt(DSP_OPT_NODE) == DSP_NODE_AUTO && opt != DSP_SIZE_OFF ? 0 : -1;
     node.wait_ms = (unsigned)dsp_opt(DSP_OPT_NODE_WAIT);
-    node.rank = env_int("RANK", "SLURM_PROCID");
-    node.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID");
+    node.rank = env_int(rank_vars);
+    node.local_rank = env_int(local_rank_vars);
     if (node.state < 0) dsp_info("node ledger off: this process budgets alone");
 }
 

@@ -27,7 +27,7 @@ int dsp_stats_format_json(char *buf, size_t cap) {
     dsp_node_publish(); /* the node's figures as they are now */
     size_t n = (size_t)dsp_fmt(buf, cap, "{\"version\":\"%s\",\"pid\":%d", DSP_VERSION_STRING,
                                (int)getpid());
-    if (dsp_node_rank() >= 0) { /* RANK or SLURM_PROCID: which rank of a job this is */
+    if (dsp_node_rank() >= 0) { /* which rank of a job this is (node.c, rank_vars) */
         size_t room = n < cap ? cap - n : 0;
         n += (size_t)dsp_fmt(room ? buf + n : NULL, room, ",\"rank\":%d", dsp_node_rank());
     }
@@ -62,42 +62,56 @@ int dsp_stats_path(char *out, size_t cap, const char *pattern, int pid) {
     return 0;
 }
 
+/* "1 block", "2 blocks": the summary is read by people (issue 31). */
+static const char *per(unsigned long long n, const char *one, const char *many) {
+    return n == 1 ? one : many;
+}
+
 static void print_summary(void) {
     char a[32], b[32], c[32], d[32], e[32];
     dsp_node_publish();
-#define G(k) (unsigned long long)dsp_stat_get(DSP_ST_##k)
-    dsp_say("stats: pinned %s now, %s at peak, budget %s; %llu blocks live (%s)",
+#define G(k)            (unsigned long long)dsp_stat_get(DSP_ST_##k)
+#define N(k, one, many) G(k), per(G(k), one, many)
+    dsp_say("stats: pinned %s now, %s at peak, budget %s; %llu %s live (%s)",
             dsp_fmt_bytes(a, sizeof a, G(pinned_bytes)),
             dsp_fmt_bytes(b, sizeof b, G(pinned_bytes_peak)),
-            dsp_fmt_bytes(c, sizeof c, G(budget_bytes)), G(blocks_live),
+            dsp_fmt_bytes(c, sizeof c, G(budget_bytes)), N(blocks_live, "block", "blocks"),
             dsp_fmt_bytes(d, sizeof d, G(live_bytes)));
-    dsp_say("stats: pool %llu hits, %llu misses, %s cached, %llu released; newly pinned %s",
-            G(pool_hits), G(pool_misses), dsp_fmt_bytes(a, sizeof a, G(pool_cached_bytes)),
-            G(pool_releases), dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
-    dsp_say("stats: %llu pin failures, %llu budget refusals, %llu fallbacks to the real function",
-            G(pin_failures), G(budget_refusals), G(fallbacks));
+    dsp_say("stats: pool %llu %s, %llu %s, %s cached, %llu released; newly pinned %s",
+            N(pool_hits, "hit", "hits"), N(pool_misses, "miss", "misses"),
+            dsp_fmt_bytes(a, sizeof a, G(pool_cached_bytes)), G(pool_releases),
+            dsp_fmt_bytes(e, sizeof e, G(pinned_new_bytes)));
+    dsp_say("stats: %llu %s, %llu %s, %llu %s to the real function",
+            N(pin_failures, "pin failure", "pin failures"),
+            N(budget_refusals, "budget refusal", "budget refusals"),
+            N(fallbacks, "fallback", "fallbacks"));
     if (G(node_cap_bytes))
-        dsp_say("stats: node ledger: %s of %s pinned by %llu processes; %llu refusals by the node "
-                "cap, %llu waits; %s reclaimed from dead processes; pool given back %llu times "
-                "on request",
+        dsp_say("stats: node ledger: %s of %s pinned by %llu %s; %llu %s by the node cap, %llu "
+                "%s; %s reclaimed from dead processes; pool given back %llu %s on request",
                 dsp_fmt_bytes(a, sizeof a, G(node_pinned_bytes)),
-                dsp_fmt_bytes(b, sizeof b, G(node_cap_bytes)), G(node_users), G(node_refusals),
-                G(node_waits), dsp_fmt_bytes(c, sizeof c, G(node_reclaimed_bytes)), G(node_yields));
+                dsp_fmt_bytes(b, sizeof b, G(node_cap_bytes)),
+                N(node_users, "process", "processes"), N(node_refusals, "refusal", "refusals"),
+                N(node_waits, "wait", "waits"), dsp_fmt_bytes(c, sizeof c, G(node_reclaimed_bytes)),
+                N(node_yields, "time", "times"));
     if (G(aio_iocbs))
-        dsp_say("stats: libaio %llu iocbs: %llu direct pinned, %llu direct unpinned, %llu "
+        dsp_say("stats: libaio %llu %s: %llu direct pinned, %llu direct unpinned, %llu "
                 "bounced (%s), %llu passed through",
-                G(aio_iocbs), G(aio_direct_pinned), G(aio_direct_unpinned), G(aio_bounced),
-                dsp_fmt_bytes(a, sizeof a, G(aio_bounce_bytes)), G(aio_passthrough));
+                N(aio_iocbs, "iocb", "iocbs"), G(aio_direct_pinned), G(aio_direct_unpinned),
+                G(aio_bounced), dsp_fmt_bytes(a, sizeof a, G(aio_bounce_bytes)),
+                G(aio_passthrough));
     if (G(cufile_direct_host) || G(cufile_autoregistered) || G(cufile_passthrough))
-        dsp_say("stats: cuFile %llu reads/writes into pinned memory done directly (%s), %llu "
-                "device allocations registered, %llu calls passed through",
-                G(cufile_direct_host), dsp_fmt_bytes(a, sizeof a, G(cufile_direct_bytes)),
-                G(cufile_autoregistered), G(cufile_passthrough));
+        dsp_say("stats: cuFile %llu %s into pinned memory done directly (%s), %llu %s "
+                "registered, %llu %s passed through",
+                N(cufile_direct_host, "read or write", "reads and writes"),
+                dsp_fmt_bytes(a, sizeof a, G(cufile_direct_bytes)),
+                N(cufile_autoregistered, "device allocation", "device allocations"),
+                N(cufile_passthrough, "call", "calls"));
     if (G(malloc_hinted) || G(malloc_hint_rejected))
-        dsp_say("stats: malloc hints: %llu allocations pinned (%s live now), %llu left to the "
+        dsp_say("stats: malloc hints: %llu %s pinned (%s live now), %llu left to the "
                 "real allocator",
-                G(malloc_hinted), dsp_fmt_bytes(a, sizeof a, G(malloc_hinted_bytes)),
-                G(malloc_hint_rejected));
+                N(malloc_hinted, "allocation", "allocations"),
+                dsp_fmt_bytes(a, sizeof a, G(malloc_hinted_bytes)), G(malloc_hint_rejected));
+#undef N
 #undef G
 }
 

@@ -26,7 +26,11 @@ echo "$a" | grep -q '^rank 0 checksum [0-9a-f]* from rank 1$' || fail "rank 0 go
 [ "$a" = "$b" ] || fail "checksums differ under the shim: $(echo "$a" | tr '\n' ' ') / $(echo "$b" | tr '\n' ' ')"
 grep -q '^node ' "$tmp/plain.out" && fail "the shim answered without being preloaded: $(cat "$tmp/plain.out")"
 files=$(check_ranks "$tmp/shim.out" 2) || { echo "$files"; exit 1; }
+r=0
 for f in $files; do
+  # Open MPI sets OMPI_COMM_WORLD_RANK, not RANK (regression: its ranks had none).
+  [ "$(num "$f" rank)" = $r ] || fail "rank $r's stats file names no rank $r: $(cat "$f")"
+  r=$((r + 1))
   [ "$(num "$f" pool_misses)" -ge 2 ] && [ "$(num "$f" pinned_new_bytes)" -ge 4194304 ] ||
     fail "a rank did not pin its two 2 MiB blocks: $(cat "$f")"
   [ "$(num "$f" fallbacks)" = 0 ] && [ "$(num "$f" pin_failures)" = 0 ] || fail "a pin failed: $(cat "$f")"

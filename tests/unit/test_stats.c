@@ -114,7 +114,7 @@ Test(stats, summary_on_stderr_when_asked) {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "dspreload[%d]: stats: pinned ", pid);
     cr_assert(strstr(err, prefix), "%s", err);
-    cr_assert(strstr(err, "stats: pool 1 hits, 3 misses"), "%s", err);
+    cr_assert(strstr(err, "stats: pool 1 hit, 3 misses"), "%s", err);
 }
 
 /* --- the stats file cannot be steered (issue 14) --------------------------- */
