@@ -18,6 +18,13 @@
 #define DSP_STR(x)  DSP_STR_(x)
 #define DSP_VERSION_STRING                                                                         \
     DSP_STR(DSP_VERSION_MAJOR) "." DSP_STR(DSP_VERSION_MINOR) "." DSP_STR(DSP_VERSION_PATCH)
+/* meson.build's project version (which names the wheel and the Debian
+ * package) and the public header's must be one: the build stops otherwise. */
+#if defined(DSP_PROJECT_MAJOR) &&                                                                  \
+    (DSP_PROJECT_MAJOR != DSP_VERSION_MAJOR || DSP_PROJECT_MINOR != DSP_VERSION_MINOR ||           \
+     DSP_PROJECT_PATCH != DSP_VERSION_PATCH)
+#error "include/dspreload.h's DSP_VERSION_* differ from meson.build's project version: change both"
+#endif
 
 #define DSP_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define DSP_UNLIKELY(x) __builtin_expect(!!(x), 0)
