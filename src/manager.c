@@ -318,7 +318,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     dsp_mgr_lock();
     struct dsp_span *s = from_pool(len, how, out, &why);
     if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
-    dsp_node_poll(m); /* a process without the ledger's timer answers here */
+    dsp_node_poll(&m->cached.bytes); /* a process without the ledger's timer answers here */
     dsp_mgr_unlock();
     if (DSP_UNLIKELY(dsp_node_wait_len)) {
         /* The node cap refused, and other processes were asked for their
@@ -412,7 +412,7 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
         dsp_span_release(m, s);
     else
         retire(s);
-    dsp_node_poll(m); /* the pooled figure others read before they ask */
+    dsp_node_poll(&m->cached.bytes); /* the pooled figure others read before they ask */
     int over = dsp_pool_idle_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_span_kind *k = reg ? kind_ops(reg) : NULL;

@@ -397,7 +397,7 @@ int dsp_node_reserve(size_t len, int silent) {
     }
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
         want_timer(); /* a thread made since the last pin */
-    dsp_node_poll(node.m);
+    dsp_node_poll(&node.m->cached.bytes);
     if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed) && reclaim_due() != 0)
         return 0;
     uint64_t cap = cap_now();
