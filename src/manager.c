@@ -80,11 +80,11 @@ static void retire(struct dsp_span *s) {
     dsp_pool_release_until(m, max > other ? max - other : 0);
 }
 
-/* Small blocks: one new pin per block cost about 11 us here (mmap, madvise,
- * mlock2, populate: four system calls and a fault) where posix_memalign+mlock
- * costs 12 us, so 4 KiB blocks were no faster than the baseline. A block of
- * at most CHUNK_FOR is cut from a new CHUNK_LEN chunk instead, whose rest
- * serves the next small blocks from the pool (bench/pin_bench, small pins).
+/* Small blocks: one new pin per block (mmap, madvise, mlock2, populate: four
+ * system calls and a fault) costs as much as posix_memalign+mlock, so 4 KiB
+ * blocks were no faster than the baseline. A block of at most CHUNK_FOR is
+ * cut from a new CHUNK_LEN chunk instead, whose rest serves the next small
+ * blocks from the pool (docs/memory.md, "Small blocks come from chunks").
  * Only while the pool has room for the rest (DSP_POOL_MAX still bounds what
  * is pinned and unused), and only where mlock is not limited (init_once). */
 #define CHUNK_LEN (2 * DSP_MiB)
@@ -242,12 +242,12 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
 /* Under mu: a new block's pages, for dsp_pin_populate_lock: 1 huge (2 MiB
  * alignment, MADV_HUGEPAGE), 0 the kernel's default, -1 small pages
  * (MADV_NOHUGEPAGE). By the block's size: a chunk of small blocks is small
- * pages, like them (huge-page chunks populated fresh memory at 2.8 ms a
- * chunk here, against 0.4 ms in small pages: bench/pin_bench section 5,
- * issue 12). Not on a VM that reports free pages to its host, where the
- * first touch of a free huge page faults in the host and a first pin was up
- * to 7x slower than posix_memalign+mlock (issue 29; docs/design.md, "Huge
- * pages only where they pay"): asked once, at the first large block. */
+ * pages, like them (a huge-page chunk populates several times slower:
+ * docs/memory.md, "Small blocks come from chunks"; issue 12). Not on a VM
+ * that reports free pages to its host, where the first touch of a free huge
+ * page faults in the host and a first pin is slower than
+ * posix_memalign+mlock (issue 29; docs/design.md, "Huge pages only where
+ * they pay"): asked once, at the first large block. */
 static int page_kind(struct dsp_manager *m, size_t len) {
     if (m->huge_mode == DSP_HUGEPAGES_ALWAYS) return 1;
     if (m->huge_mode == DSP_HUGEPAGES_NEVER) return -1;
@@ -625,8 +625,9 @@ static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable}
  * kernel: the options (their errors reported now, secure execution applied),
  * the log level and the fork handlers. The machine (RAM, the memory cgroup,
  * RLIMIT_MEMLOCK, CAP_IPC_LOCK) and what follows from it wait for the first
- * pin (plan): most processes of a job never pin, and the constructor cost
- * /bin/true 0.21 ms and about 95 system calls when it read them (issue 29). */
+ * pin (plan): most processes of a job never pin, and reading them made the
+ * constructor a visible cost of /bin/true (issue 29; docs/design.md,
+ * "Initialisation"). */
 static void init_once(void) {
     dsp_config_load(environ, 0); /* shares (50%) are taken at the first pin */
     __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);

@@ -159,11 +159,11 @@ static uint64_t cap_now(void) {
 }
 
 /* The timer only once the process has a second thread: in a single-threaded
- * one it would end glibc's single-thread shortcut for every mutex (the pool
- * cycle 1.19-1.53x slower, docs/performance.md). There the manager answers
- * yield requests at its next call instead (dsp_node_poll): an idle
- * single-threaded process yields when it next allocates or frees, not within
- * DSP_NODE_WAIT (docs/design.md). A fork child of a threaded parent must not start threads
+ * one it would end glibc's single-thread shortcut for every mutex, and slow
+ * the pool cycle. There the manager answers yield requests at its next call
+ * instead (dsp_node_poll): an idle single-threaded process yields when it
+ * next allocates or frees, not within DSP_NODE_WAIT (docs/node-ledger.md,
+ * "The policy"). A fork child of a threaded parent must not start threads
  * before it execs (POSIX allows only async-signal-safe calls there;
  * ThreadSanitizer refuses it) unless it made one itself: until then it
  * polls. At a new pin, under the mutex. */
@@ -307,7 +307,7 @@ void dsp_node_publish(void) {
  * process's even after the program closes the descriptor (closefrom) or
  * reuses its number. No system call: these run at every new pin and unpin,
  * where the checks that were here made an 8-process storm of new blocks
- * pay four more a block (docs/performance.md). */
+ * pay four more a block (docs/node-ledger.md, "Design notes"). */
 static int slot_is_ours(void) {
     return node.state == 1 && owner_here();
 }

@@ -80,13 +80,13 @@ extern _Atomic int dsp_node_timer_wanted;
 void dsp_node_start_timer(void);
 
 /* The slot of a process that has no timer (single-threaded: a thread of ours
- * would end glibc's single-thread lock shortcut, docs/performance.md; or a
- * fork child), NULL otherwise: its manager answers yield requests and
- * publishes its pooled figure on each of its calls instead, under the mutex
- * (dsp_node_poll: two relaxed loads and a store of mapped words). pooled:
- * the manager's pooled bytes, a pointer so that the figure published is the
- * one after a yield; not the manager itself, whose header is a layer above
- * (docs/design.md, "Layers of the core"). */
+ * would end glibc's single-thread lock shortcut, docs/node-ledger.md,
+ * "The policy"; or a fork child), NULL otherwise: its manager answers yield
+ * requests and publishes its pooled figure on each of its calls instead,
+ * under the mutex (dsp_node_poll: two relaxed loads and a store of mapped
+ * words). pooled: the manager's pooled bytes, a pointer so that the figure
+ * published is the one after a yield; not the manager itself, whose header
+ * is a layer above (docs/design.md, "Layers of the core"). */
 extern struct dsp_ledger_slot *_Atomic dsp_node_polled;
 extern _Atomic uint64_t dsp_node_trim_seen;
 void dsp_node_yield(struct dsp_ledger_slot *s);
