@@ -30,8 +30,9 @@ enum dsp_fork_slot {
 };
 
 /* What the parent writes after fork(2) costs: every page the fork made
- * copy-on-write faults at its first write, 30 us a page here (a fork was
- * 1.4-1.6x slower with the shim, its handlers writing four pages; issue 13).
+ * copy-on-write faults and is copied at its first write (a fork was visibly
+ * slower with the shim while its handlers wrote four pages; issue 13;
+ * docs/concurrency.md, "Fork").
  * So the handlers write as little as they can:
  * - a process with one thread, outside every counted lock of ours
  *   (dsp_in_manager), takes no lock at all: no other thread can be inside a
