@@ -54,7 +54,7 @@ static void count_live(size_t len, int sign) {
 /* A freed span: registered ones go to their kind's pool (its layer trims
  * it, being the only one allowed to call the party that registered it,
  * span_kind.h); unlocked ones
- * (inherited across fork, or CUDA blocks that were never registered) go
+ * (inherited across fork, or a kind's blocks that were never registered) go
  * straight back; the rest are pooled, the general pool trimmed so that both
  * together stay under DSP_POOL_MAX. A span whose mapping the program
  * changed is given back, or, registered, restored. */
@@ -173,8 +173,9 @@ static int reserve(struct dsp_manager *m, size_t len, int lock, int refuse) {
 
 /* Under mu: the bytes a new block of len needs pinned (a whole chunk when a
  * small block can be cut from one), reserved in the budget; 0 when refused.
- * Locked if the budget allows (*lock); a CUDA block may go unlocked instead,
- * since the driver's registration pins it whatever RLIMIT_MEMLOCK says. */
+ * Locked if the budget allows (*lock); a DSP_BLK_LOCK_OPTIONAL block may go
+ * unlocked instead, since its layer's registration pins it whatever
+ * RLIMIT_MEMLOCK says. */
 static size_t reserve_new(struct dsp_manager *m, size_t len, unsigned how, int *lock) {
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
     int refuse = (how & DSP_BLK_RETRY)   ? DSP_REFUSE_SILENT
@@ -556,8 +557,9 @@ static void fork_child(void) {
     dsp_stats_reset();
     dsp_stat_set(DSP_ST_budget_bytes, budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
-    /* Nothing is locked or registered here: the child must never call CUDA
-     * for inherited memory, so registered spans are dropped, not unregistered. */
+    /* Nothing is locked or registered here: the child must never call a
+     * kind's party for inherited memory, so registered spans are dropped, not
+     * unregistered. */
     m->pinned = m->locked = 0;
     m->kept = 0; /* the layers' kept blocks are stale here: dropped uncounted (bounce.c) */
     dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
@@ -591,7 +593,7 @@ static void fork_child(void) {
 /* What the node ledger and the deferred-free area call back: they sit below
  * the manager and never name its functions. */
 static void deferred_block_free(void *p) {
-    dsp_block_free((uintptr_t)p); /* not dsp_free: no driver call from a drain */
+    dsp_block_free((uintptr_t)p); /* not dsp_free: no party call from a drain */
 }
 static size_t release_pool(struct dsp_manager *m) {
     return dsp_pool_release_until(m, 0);
@@ -608,9 +610,9 @@ static size_t node_trim(void) {
     return n;
 }
 /* The pooled figure others ask for: a kind's registered pool only where
- * its yield can give it back (a driver-API process's spans, or before a
- * device is known, stay: offering them would make every refusal elsewhere
- * wait DSP_NODE_WAIT for nothing). */
+ * its yield can give it back (span_kind.h, can_yield: the others stay,
+ * since offering them would make every refusal elsewhere wait DSP_NODE_WAIT
+ * for nothing). */
 static size_t yieldable(struct dsp_manager *m) {
     size_t n = m->cached.bytes + m->kept;
     for (int i = 1; i <= DSP_SPAN_KINDS; i++) {

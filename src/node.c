@@ -499,11 +499,9 @@ size_t dsp_node_pool_max(size_t pool_max) {
  * requests answered by giving the pool back (live blocks are never touched).
  * A thread, because the process holding an idle pool is often idle itself (a
  * rank waiting on a collective). The registered pool is offered and given
- * back too, but only its spans that need no device wait, in the relaxed
- * capture mode and through the runtime (which makes its context current on
- * this thread): the CUDA layer's yield hook says why that is safe where a
- * wait for the device, or the driver API with no context current here, is
- * not (issue 30: an idle rank's registered pool never yielded). The manager
+ * back too, but only what its kind's yield hook can give back from this
+ * thread without a wait (span_kind.h; the CUDA layer's says why that is safe
+ * for its spans; issue 30: an idle rank's registered pool never yielded). The manager
  * sets ops->trim and ops->yieldable accordingly. */
 static void *timer_main(void *arg) {
     (void)arg;
