@@ -64,7 +64,8 @@ static int measure(int quick) {
      * In a thread of its own the whole time, on both sides: a CUDA process
      * always has the driver's threads, and the double alone would leave the
      * baseline single-threaded, where glibc's fork skips its own malloc and
-     * stdio locks (three page faults fewer, 30 us each here; issue 13). */
+     * stdio locks (three page faults fewer, each a visible part of a
+     * fork's time; issue 13). */
     pthread_t idler;
     if (pthread_create(&idler, NULL, idle, NULL) != 0) return 1;
     size_t flen = (size_t)(quick ? 256 : 2048) << 20;

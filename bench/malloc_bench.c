@@ -33,8 +33,8 @@ extern char **environ;
 
 /* CPU time, not wall time, for the hints-off overhead: the machine these
  * figures come from is shared, and other jobs' load inflates wall time of
- * both sides by different amounts (a run at load 7 measured 1.30x wall for
- * what is 1.1x in CPU time). */
+ * both sides by different amounts (under load a run's wall-time ratio came
+ * out well above its CPU-time ratio). */
 static double cpu_now(clockid_t which) {
     struct timespec t;
     clock_gettime(which, &t);
@@ -365,7 +365,7 @@ int main(int argc, char **argv) {
     }
     /* The in-process A/B of the malloc(64)+free loop: both sides under the
      * same load, but sensitive to the code layout of this program (runs of
-     * different builds gave 0.93x to 1.16x); the goal needs both figures. */
+     * different builds put it on either side of 1); the goal needs both figures. */
     double ab[3] = {0, 0, 0};
     char abuf[128];
     if (child_output("loop64ab", quick, off, abuf, sizeof abuf) ||

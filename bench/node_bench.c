@@ -30,16 +30,16 @@
  * is read once per process, and an exec'd one: a fork child that never execs
  * starts no timer thread (docs/node-ledger.md, "Fork"), so a forked child would
  * not measure what a rank is. The children of 1 and 2 all run on one CPU,
- * the one the benchmark started on: on this 2-vCPU VM the pool cycle ran at
- * 75 ns on one vCPU and, at times, 110-115 ns on the other (taskset), so
- * children left to the scheduler measured the CPU they landed on, 74 ns or
- * 108 ns, whichever side they were on. They also exec without address-space
- * randomisation and with environments of one length on both sides, so that
- * the layout is the same too. --quick: fewer repeats. Prints a Markdown
- * table; --schema-json FILE also writes bench/schema.h's JSON (bench/run's
- * `node`). --storm ROUNDS: the storm alone, ROUNDS alternating rounds, each
- * round's figures printed (the storm is the noisiest figure on a shared
- * machine: several rounds of it alone are cheaper than full runs). */
+ * the one the benchmark started on: on a 2-vCPU VM the pool cycle ran up to
+ * half again as long on one vCPU as on the other (taskset), so children left
+ * to the scheduler measured the CPU they landed on, whichever side they were
+ * on. They also exec without address-space randomisation and with environments
+ * of one length on both sides, so that the layout is the same too. --quick:
+ * fewer repeats. Prints a Markdown table; --schema-json FILE also writes
+ * bench/schema.h's JSON (bench/run's `node`). --storm ROUNDS: the storm alone,
+ * ROUNDS alternating rounds, each round's figures printed (the storm is the
+ * noisiest figure on a shared machine: several rounds of it alone are cheaper
+ * than full runs). */
 #include <dspreload.h>
 
 #include "ledger.h"

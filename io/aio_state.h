@@ -109,7 +109,11 @@ uint64_t dsp_aio_state_mark(io_context_t ctx, uint32_t *seen);
  * under that mark. */
 void dsp_aio_state_release_marked(uint64_t token, uint32_t seen);
 
-/* Fork handlers (DSP_FORK_AIO, src/fork.h), registered by io/aio.c. */
+/* tab_mu's fork slot (src/fork.h): the outermost lock, held while bounce.c's
+ * is taken. */
+#define DSP_FORK_AIO DSP_FORK_OUTER_0
+
+/* Fork handlers (DSP_FORK_AIO), registered by io/aio.c. */
 void dsp_aio_state_fork_child(void);
 
 #endif

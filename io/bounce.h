@@ -7,6 +7,10 @@
 
 #include <stddef.h>
 
+/* mu's fork slot (src/fork.h): taken under aio_state.c's tab_mu, held while
+ * the manager's is taken (a kept block freed). */
+#define DSP_FORK_BOUNCE DSP_FORK_OUTER_1
+
 #define DSP_BOUNCE_MIN_SHIFT 16 /* 64 KiB: one class for every small I/O */
 
 /* A buffer of at least len bytes (*cap says how many), or NULL. */

@@ -45,6 +45,7 @@ extern DSP_TLS int dsp_cufile_inside;
  * thread uses or registers over; reads and writes hold a use count. Waiters
  * for a use count to end, or for a pending or dying entry, wait on
  * dsp_cufile_idle. */
+#define DSP_FORK_CUFILE DSP_FORK_LEAF_2 /* a leaf (src/fork.h) */
 #define dsp_cufile_mu                                                                              \
     (dsp_fork_locks.slot[DSP_FORK_CUFILE]) /* fork.c takes it at fork (fork.h)                     \
                                             */

@@ -1,6 +1,6 @@
 /* What O_DIRECT demands of an I/O on a given file descriptor, shared by the
- * libaio and cuFile wrappers. Each query is a system call (about 1.3 us on the
- * machines we measured, docs/io.md): callers ask only for I/O that is not
+ * libaio and cuFile wrappers. Each query is a system call (docs/io.md,
+ * "I/O: libaio and cuFile"): callers ask only for I/O that is not
  * already aligned to DSP_DIO_MAX_ALIGN; the libaio hooks keep the answers
  * across calls (dsp_dio_cached). */
 #ifndef DSP_DIO_H

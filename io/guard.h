@@ -3,8 +3,8 @@
  * Without the shim, a bad iocb array or buffer address makes the kernel return
  * -EFAULT; the shim reads the same memory first, in user space, and must give
  * the same answer instead of a segmentation fault. A system call that checks
- * addresses (process_vm_readv) costs 0.6-2 us here, more than io_submit's hook
- * itself, so in a thread where a fault can reach our handler the guarded
+ * addresses (process_vm_readv) costs more than io_submit's hook (io.md, "Bad
+ * pointers"), so in a thread where a fault can reach our handler the guarded
  * regions run plain loads under a SIGSEGV/SIGBUS handler that jumps out of
  * them; every other fault and every sent signal goes on to the handler that
  * was there before, called as the kernel would have called it, or gets the

@@ -175,7 +175,8 @@ static void check_thp(void) {
              mode);
     else if (strstr(mode, "[always]") || strstr(mode, "[madvise]"))
         line("OK", "transparent hugepages", "%s: large blocks pin several times faster", mode);
-    else
+    else /* the rough figure docs/troubleshooting.md gives too, from
+          * docs/memory.md, "Design notes": keep the three alike */
         line("WARN", "transparent hugepages",
              "%s: pinning large blocks is about 3.5x slower. Fix: echo madvise > "
              "/sys/kernel/mm/transparent_hugepage/enabled",

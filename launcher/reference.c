@@ -47,19 +47,15 @@ static void emit_wrapped(struct sink *s, const char *text, const char *indent, s
 static const char *const type_name[] = {"bool",   "integer", "size",        "choice",
                                         "string", "mode",    "milliseconds"};
 
-/* The off switches secure execution honours, from the table: each SECURE_OFF
- * row whose off word (0 for a switch, else off or never) is a valid value. */
+/* The off switches secure execution honours, from the table
+ * (dsp_config_off_word). */
 static void emit_off_switches(struct sink *s) {
     int n = 0;
     for (int i = 0; i < DSP_OPT_COUNT; i++) {
-        const struct dsp_opt_desc *d = &dsp_opt_desc[i];
-        const char *word = d->type == DSP_T_BOOL ? "0" : "off";
-        long long v;
-        if (d->secure != DSP_SECURE_OFF) continue;
-        if (dsp_config_parse((enum dsp_opt_id)i, word, 0, &v) != 0) word = "never";
-        if (dsp_config_parse((enum dsp_opt_id)i, word, 0, &v) != 0) continue;
+        const char *word = dsp_config_off_word((enum dsp_opt_id)i);
+        if (!word) continue;
         char item[96];
-        dsp_fmt(item, sizeof item, "%s`%s=%s`", n++ ? ", " : " ", d->name, word);
+        dsp_fmt(item, sizeof item, "%s`%s=%s`", n++ ? ", " : " ", dsp_opt_desc[i].name, word);
         emit(s, item);
     }
 }

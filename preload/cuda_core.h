@@ -13,6 +13,9 @@
 
 #include <stddef.h>
 
+/* ondemand_mu's fork slot (src/fork.h): a leaf, held under no lock of ours. */
+#define DSP_FORK_CUDA DSP_FORK_LEAF_0
+
 enum {
     DSP_CU_SUCCESS = 0,
     DSP_CU_INVALID_VALUE = 1,

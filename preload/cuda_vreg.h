@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* mu's fork slot (src/fork.h): taken under bounce.c's mu (a kept block freed
+ * drops its sub-registrations), never held while a lock of the core is. */
+#define DSP_FORK_VREG DSP_FORK_LEAF_1
+
 /* 0, or 712 (cudaErrorHostMemoryAlreadyRegistered) when a page of the range is
  * registered already, or 2 (cudaErrorMemoryAllocation) when out of memory.
  * driver: the driver holds this registration (the program's own). */

@@ -494,13 +494,13 @@ HOOK(pvalloc);
 HOOK(malloc_usable_size);
 
 /* With hints off every hook only forwards to glibc: one compare and an
- * indirect jump on calls that cost 9 ns a pair (issue 29). The objects loaded
- * now are bound to glibc's functions instead (malloc_bind.c); objects loaded
- * later (dlopen), pointers taken with dlsym, and the loader's own allocations
- * keep reaching glibc through the hooks. Which block came from which path
- * does not matter: with hints off every block is glibc's. A name is bound
- * only where the hook is what the loader binds it to (no allocator preloaded
- * before us defines it). */
+ * indirect jump on calls that are cheap themselves (issue 29; docs/design.md,
+ * "Malloc hints off: no hook"). The objects loaded now are bound to glibc's
+ * functions instead (malloc_bind.c); objects loaded later (dlopen), pointers
+ * taken with dlsym, and the loader's own allocations keep reaching glibc
+ * through the hooks. Which block came from which path does not matter: with
+ * hints off every block is glibc's. A name is bound only where the hook is
+ * what the loader binds it to (no allocator preloaded before us defines it). */
 static void bind_direct(void) {
     /* glibc's functions without an __libc_* name, from libc's own symbol
      * table: a dlopen of libc would allocate, and set up glibc's heap in a

@@ -1,6 +1,6 @@
-/* The manager as the layers (CUDA, malloc hints, I/O) see it: blocks with a
- * little state of their own, kept in the registry entry so that lookups need no
- * lock. */
+/* The manager as the layers above the core (preload/, io/) see it: blocks
+ * with a little state of their own, kept in the registry entry so that
+ * lookups need no lock. */
 #ifndef DSP_BLOCK_H
 #define DSP_BLOCK_H
 
@@ -8,12 +8,12 @@
 #include <stdint.h>
 
 enum {
-    DSP_BLK_LOCK_OPTIONAL = 1, /* populated but unlocked if mlock is refused (the driver pins) */
+    DSP_BLK_LOCK_OPTIONAL = 1, /* populated but unlocked if mlock is refused (its layer pins) */
     DSP_BLK_QUIET = 4, /* a budget refusal is counted, not logged (the caller logs its own line) */
     DSP_BLK_RETRY = 8, /* a budget refusal is neither logged nor counted (a retry follows) */
 };
-/* Driver-like pinned memory of a registered span kind (span_kind.h):
- * MAP_SHARED (forked children share it, fork copies nothing), out of core
+/* Memory of a registered span kind (span_kind.h), made as its party makes
+ * its own: MAP_SHARED (forked children share it, fork copies nothing), out of core
  * dumps, never cut from a chunk; taken from, and pooled in, that kind's
  * pool of spans it reuses only (issue 13). */
 #define DSP_BLK_SERVED(kind)     ((unsigned)(kind) << 8)
@@ -31,10 +31,10 @@ struct dsp_block {
     size_t len;      /* the caller's block: its size rounded up to the page */
     size_t span_len; /* from dsp_block_alloc: the memory behind it, >= len, to register whole */
     unsigned flags;  /* DSP_BLOCKF_* */
-    int inherited;   /* from the parent across fork: not pinned here, never a driver call */
+    int inherited;   /* from the parent across fork: not pinned here, never given to a party */
     int fresh;       /* from dsp_block_alloc: newly mapped, so it reads as zeros */
-    int unsynced;    /* from dsp_block_alloc: a registered span freed with no device
-                        wait since: wait for the device before the new owner uses it */
+    int unsynced;    /* from dsp_block_alloc: a registered span freed with no wait
+                        for its party since: wait before the new owner uses it */
 };
 
 /* A live block of at least size bytes, or NULL with errno (as dsp_alloc). */
@@ -42,7 +42,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out);
 
 /* As dsp_block_alloc; refused by the budget (ENOMEM), it asks the registered
  * span kinds' pools to make room (span_kind.h, make_room) and tries once
- * more. The kind's layer may call its party (the CUDA driver): for the
+ * more. The kind's layer may call its party (span_kind.h): for the
  * public API and that layer's own allocations, never for another layer's
  * allocation path. */
 void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out);
@@ -68,8 +68,8 @@ int dsp_block_set_registered(uintptr_t base, int kind, unsigned user);
  * dropping the layer's state. */
 int dsp_block_free(uintptr_t base);
 
-/* As dsp_block_free, after the caller waited for the device (cudaFreeHost):
- * no copy submitted before can still use the block, which is pooled as
+/* As dsp_block_free, after the caller waited for the kind's party (a device
+ * wait): no copy submitted before can still use the block, which is pooled as
  * synced. dsp_block_free pools a registered block as unsynced: its next
  * owner, or its eviction, waits first (issue 13). */
 int dsp_block_free_synced(uintptr_t base);
@@ -84,9 +84,9 @@ int dsp_block_free_if(uintptr_t base, unsigned mask, unsigned want, struct dsp_b
  * of pooling it: for a block its layer could not use (registration failed). */
 int dsp_block_discard(uintptr_t base);
 
-/* Another layer's cache of live blocks kept for reuse (the libaio bounce
- * pool): dsp_trim() calls fn too and adds the bytes it gave back. At most a
- * few; registering one twice is a no-op. */
+/* Another layer's cache of live blocks kept for reuse (bounce buffers):
+ * dsp_trim() calls fn too and adds the bytes it gave back. At most a few;
+ * registering one twice is a no-op. */
 void dsp_add_trimmer(size_t (*fn)(void));
 /* Such a cache asks before it keeps a live block of len bytes idle: 1 when it
  * may (everything idle, the pools and what layers keep, stays within the

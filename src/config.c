@@ -255,6 +255,29 @@ static int is_off_switch(const struct dsp_opt_desc *d, const char *value) {
     return word_eq(value, "off") || word_eq(value, "never");
 }
 
+const char *dsp_config_off_word(enum dsp_opt_id id) {
+    const struct dsp_opt_desc *d = &dsp_opt_desc[id];
+    long long v;
+    if (d->secure != DSP_SECURE_OFF) return NULL;
+    if (d->type == DSP_T_BOOL) return "0";
+    if (dsp_config_parse(id, "off", 0, &v) == 0) return "off";
+    if (dsp_config_parse(id, "never", 0, &v) == 0) return "never";
+    return NULL;
+}
+
+/* "DSP_STATS=0, DSP_NODE=off, ...": the off switches secure execution
+ * honours, from the table, as docs/configuration.md lists them. */
+static void off_switches(char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < DSP_OPT_COUNT && n < cap; i++) {
+        const char *word = dsp_config_off_word((enum dsp_opt_id)i);
+        if (word)
+            n += (size_t)dsp_fmt(buf + n, cap - n, "%s%s=%s", n ? ", " : "", dsp_opt_desc[i].name,
+                                 word);
+    }
+}
+
 /* A STRING option's buffer. */
 static char *str_of(const struct dsp_opt_desc *d) {
     return (char *)&dsp_cfg.str + d->str_off;
@@ -322,9 +345,11 @@ void dsp_config_load_as(char *const *env, size_t ram, int secure) {
             memcpy(str_of(d), value, len + 1);
         }
     }
-    if (n_ignored)
+    if (n_ignored) {
+        char offs[512];
+        off_switches(offs, sizeof offs);
         dsp_warn("secure execution (setuid, setgid or file capabilities): %s ignored; only off "
-                 "switches (DSP_CUDA=off, DSP_CUFILE=off, DSP_MALLOC_MIN=off, 0 for a switch) "
-                 "are honoured",
-                 ignored);
+                 "switches (%s) are honoured",
+                 ignored, offs);
+    }
 }

@@ -120,6 +120,12 @@ void dsp_config_set_memory(size_t mem);
 /* One value, as config_load would parse it: 0 on success, -EINVAL if invalid. */
 int dsp_config_parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out);
 
+/* The value that turns option id off as secure execution honours it: "0"
+ * for a switch, else "off" or "never", whichever the row accepts; NULL for a
+ * row that has none or is not SECURE_OFF (options.h). The warning of
+ * dsp_config_load and `dspreload env` list the off switches from it. */
+const char *dsp_config_off_word(enum dsp_opt_id id);
+
 /* The closest option name to `name` within a small edit distance, or NULL. */
 const char *dsp_config_closest(const char *name);
 

@@ -41,8 +41,8 @@ int dsp_defer_free(void *p, int kind) {
     return -ENOSPC;
 }
 
-/* A block is freed with dsp_block_free, not dsp_free: no driver call
- * (over_limit) from whichever path drains. */
+/* A block is freed with dsp_block_free, not dsp_free: no call of a span
+ * kind's party (over_limit) from whichever path drains. */
 static void release(uintptr_t v) {
     void (*fn)(void *) = atomic_load_explicit(&handler[v & 1], memory_order_acquire);
     if (fn) fn((void *)(v & ~(uintptr_t)1));

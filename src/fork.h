@@ -1,7 +1,7 @@
 /* The fork handlers of every layer, in one pthread_atfork registration, and
- * every lock they take. The lock order lives here and only here
- * (docs/design.md, "Locks", lists the same locks in the same order): each
- * layer's lock is a slot of struct dsp_fork_locks, and before fork(2) fork.c
+ * every lock they take. The lock order lives here: each lock is a slot of
+ * struct dsp_fork_locks, in the order of enum dsp_fork_slot (docs/design.md,
+ * "Locks", lists the same locks in the same order), and before fork(2) fork.c
  * takes them all top to bottom, as running code nests them; after it the
  * parent releases them bottom to top, and the child re-initialises them all
  * and then runs the layers' child handlers bottom to top (a layer's reset may
@@ -11,20 +11,28 @@
 #ifndef DSP_FORK_H
 #define DSP_FORK_H
 
+/* The core names its own two locks; a layer above it takes one of the other
+ * slots, by where its lock nests, and names it in its own header
+ * (#define DSP_FORK_AIO DSP_FORK_OUTER_0 in io/aio_state.h): an outer slot
+ * for a lock held while the manager's is taken (the first the outermost), a
+ * leaf slot for one that is never held while a lock of the core is taken.
+ * A new lock takes a free slot (or a new one, here) and a row in "Locks";
+ * test fork_order checks that no two layers share one. */
 enum dsp_fork_slot {
-    DSP_FORK_AIO,      /* tab_mu (io/aio_state.c) */
-    DSP_FORK_BOUNCE,   /* mu (io/bounce.c) */
+    DSP_FORK_OUTER_0,  /* the outermost lock of a layer (io/aio_state.h) */
+    DSP_FORK_OUTER_1,  /* taken under OUTER_0 (io/bounce.h) */
     DSP_FORK_MANAGER,  /* DSP_MGR_MU (src/manager.h) */
     DSP_FORK_REGISTRY, /* wmutex (src/registry.c) */
-    DSP_FORK_CUDA,     /* ondemand_mu (preload/cuda_core.c) */
-    DSP_FORK_VREG,     /* mu (preload/cuda_vreg.c) */
-    DSP_FORK_CUFILE,   /* dsp_cufile_mu (io/cufile_layer.h) */
+    DSP_FORK_LEAF_0,   /* a layer's leaf lock (preload/cuda_core.h) */
+    DSP_FORK_LEAF_1,   /* (preload/cuda_vreg.h) */
+    DSP_FORK_LEAF_2,   /* (io/cufile_layer.h) */
     DSP_FORK_SLOTS
 };
 
 /* What the parent writes after fork(2) costs: every page the fork made
- * copy-on-write faults at its first write, 30 us a page here (a fork was
- * 1.4-1.6x slower with the shim, its handlers writing four pages; issue 13).
+ * copy-on-write faults and is copied at its first write (a fork was visibly
+ * slower with the shim while its handlers wrote four pages; issue 13;
+ * docs/concurrency.md, "Fork").
  * So the handlers write as little as they can:
  * - a process with one thread, outside every counted lock of ours
  *   (dsp_in_manager), takes no lock at all: no other thread can be inside a

@@ -1,6 +1,6 @@
 /* The node ledger (issue 16): shared memory that every process of a user, in
  * one memory cgroup, consults before it pins, so that their sum stays under
- * one cap (docs/design.md, "The node ledger").
+ * one cap (docs/design.md, "The node ledger"; docs/node-ledger.md).
  *
  * The mechanism only: the file, the shared memory, its slots and the atomics.
  * What a process does with it (options, the wait, pool yield, fork) is
@@ -156,7 +156,7 @@ void dsp_ledger_leave(struct dsp_ledger_conn *c);
 
 /* Adds len to the own slot if the sum over all slots stays within cap and,
  * once that sum passes cap - cap/8, the own slot within cap/users (the fair
- * share: see docs/design.md). 0, or -ENOSPC (nothing changed). */
+ * share: docs/node-ledger.md, "The policy"). 0, or -ENOSPC (nothing changed). */
 int dsp_ledger_try_reserve(struct dsp_ledger_conn *c, uint64_t len, uint64_t cap);
 void dsp_ledger_sub(struct dsp_ledger_conn *c, uint64_t len);
 

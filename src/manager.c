@@ -54,7 +54,7 @@ static void count_live(size_t len, int sign) {
 /* A freed span: registered ones go to their kind's pool (its layer trims
  * it, being the only one allowed to call the party that registered it,
  * span_kind.h); unlocked ones
- * (inherited across fork, or CUDA blocks that were never registered) go
+ * (inherited across fork, or a kind's blocks that were never registered) go
  * straight back; the rest are pooled, the general pool trimmed so that both
  * together stay under DSP_POOL_MAX. A span whose mapping the program
  * changed is given back, or, registered, restored. */
@@ -80,11 +80,11 @@ static void retire(struct dsp_span *s) {
     dsp_pool_release_until(m, max > other ? max - other : 0);
 }
 
-/* Small blocks: one new pin per block cost about 11 us here (mmap, madvise,
- * mlock2, populate: four system calls and a fault) where posix_memalign+mlock
- * costs 12 us, so 4 KiB blocks were no faster than the baseline. A block of
- * at most CHUNK_FOR is cut from a new CHUNK_LEN chunk instead, whose rest
- * serves the next small blocks from the pool (bench/pin_bench, small pins).
+/* Small blocks: one new pin per block (mmap, madvise, mlock2, populate: four
+ * system calls and a fault) costs as much as posix_memalign+mlock, so 4 KiB
+ * blocks were no faster than the baseline. A block of at most CHUNK_FOR is
+ * cut from a new CHUNK_LEN chunk instead, whose rest serves the next small
+ * blocks from the pool (docs/memory.md, "Small blocks come from chunks").
  * Only while the pool has room for the rest (DSP_POOL_MAX still bounds what
  * is pinned and unused), and only where mlock is not limited (init_once). */
 #define CHUNK_LEN (2 * DSP_MiB)
@@ -173,8 +173,9 @@ static int reserve(struct dsp_manager *m, size_t len, int lock, int refuse) {
 
 /* Under mu: the bytes a new block of len needs pinned (a whole chunk when a
  * small block can be cut from one), reserved in the budget; 0 when refused.
- * Locked if the budget allows (*lock); a CUDA block may go unlocked instead,
- * since the driver's registration pins it whatever RLIMIT_MEMLOCK says. */
+ * Locked if the budget allows (*lock); a DSP_BLK_LOCK_OPTIONAL block may go
+ * unlocked instead, since its layer's registration pins it whatever
+ * RLIMIT_MEMLOCK says. */
 static size_t reserve_new(struct dsp_manager *m, size_t len, unsigned how, int *lock) {
     int optional = (how & DSP_BLK_LOCK_OPTIONAL) != 0;
     int refuse = (how & DSP_BLK_RETRY)   ? DSP_REFUSE_SILENT
@@ -242,12 +243,12 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
 /* Under mu: a new block's pages, for dsp_pin_populate_lock: 1 huge (2 MiB
  * alignment, MADV_HUGEPAGE), 0 the kernel's default, -1 small pages
  * (MADV_NOHUGEPAGE). By the block's size: a chunk of small blocks is small
- * pages, like them (huge-page chunks populated fresh memory at 2.8 ms a
- * chunk here, against 0.4 ms in small pages: bench/pin_bench section 5,
- * issue 12). Not on a VM that reports free pages to its host, where the
- * first touch of a free huge page faults in the host and a first pin was up
- * to 7x slower than posix_memalign+mlock (issue 29; docs/design.md, "Huge
- * pages only where they pay"): asked once, at the first large block. */
+ * pages, like them (a huge-page chunk populates several times slower:
+ * docs/memory.md, "Small blocks come from chunks"; issue 12). Not on a VM
+ * that reports free pages to its host, where the first touch of a free huge
+ * page faults in the host and a first pin is slower than
+ * posix_memalign+mlock (issue 29; docs/design.md, "Huge pages only where
+ * they pay"): asked once, at the first large block. */
 static int page_kind(struct dsp_manager *m, size_t len) {
     if (m->huge_mode == DSP_HUGEPAGES_ALWAYS) return 1;
     if (m->huge_mode == DSP_HUGEPAGES_NEVER) return -1;
@@ -318,7 +319,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     dsp_mgr_lock();
     struct dsp_span *s = from_pool(len, how, out, &why);
     if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
-    dsp_node_poll(m); /* a process without the ledger's timer answers here */
+    dsp_node_poll(&m->cached.bytes); /* a process without the ledger's timer answers here */
     dsp_mgr_unlock();
     if (DSP_UNLIKELY(dsp_node_wait_len)) {
         /* The node cap refused, and other processes were asked for their
@@ -412,7 +413,7 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
         dsp_span_release(m, s);
     else
         retire(s);
-    dsp_node_poll(m); /* the pooled figure others read before they ask */
+    dsp_node_poll(&m->cached.bytes); /* the pooled figure others read before they ask */
     int over = dsp_pool_idle_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_span_kind *k = reg ? kind_ops(reg) : NULL;
@@ -556,8 +557,9 @@ static void fork_child(void) {
     dsp_stats_reset();
     dsp_stat_set(DSP_ST_budget_bytes, budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
-    /* Nothing is locked or registered here: the child must never call CUDA
-     * for inherited memory, so registered spans are dropped, not unregistered. */
+    /* Nothing is locked or registered here: the child must never call a
+     * kind's party for inherited memory, so registered spans are dropped, not
+     * unregistered. */
     m->pinned = m->locked = 0;
     m->kept = 0; /* the layers' kept blocks are stale here: dropped uncounted (bounce.c) */
     dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
@@ -591,7 +593,7 @@ static void fork_child(void) {
 /* What the node ledger and the deferred-free area call back: they sit below
  * the manager and never name its functions. */
 static void deferred_block_free(void *p) {
-    dsp_block_free((uintptr_t)p); /* not dsp_free: no driver call from a drain */
+    dsp_block_free((uintptr_t)p); /* not dsp_free: no party call from a drain */
 }
 static size_t release_pool(struct dsp_manager *m) {
     return dsp_pool_release_until(m, 0);
@@ -608,9 +610,9 @@ static size_t node_trim(void) {
     return n;
 }
 /* The pooled figure others ask for: a kind's registered pool only where
- * its yield can give it back (a driver-API process's spans, or before a
- * device is known, stay: offering them would make every refusal elsewhere
- * wait DSP_NODE_WAIT for nothing). */
+ * its yield can give it back (span_kind.h, can_yield: the others stay,
+ * since offering them would make every refusal elsewhere wait DSP_NODE_WAIT
+ * for nothing). */
 static size_t yieldable(struct dsp_manager *m) {
     size_t n = m->cached.bytes + m->kept;
     for (int i = 1; i <= DSP_SPAN_KINDS; i++) {
@@ -625,8 +627,9 @@ static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable}
  * kernel: the options (their errors reported now, secure execution applied),
  * the log level and the fork handlers. The machine (RAM, the memory cgroup,
  * RLIMIT_MEMLOCK, CAP_IPC_LOCK) and what follows from it wait for the first
- * pin (plan): most processes of a job never pin, and the constructor cost
- * /bin/true 0.21 ms and about 95 system calls when it read them (issue 29). */
+ * pin (plan): most processes of a job never pin, and reading them made the
+ * constructor a visible cost of /bin/true (issue 29; docs/design.md,
+ * "Initialisation"). */
 static void init_once(void) {
     dsp_config_load(environ, 0); /* shares (50%) are taken at the first pin */
     __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);

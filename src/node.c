@@ -159,11 +159,11 @@ static uint64_t cap_now(void) {
 }
 
 /* The timer only once the process has a second thread: in a single-threaded
- * one it would end glibc's single-thread shortcut for every mutex (the pool
- * cycle 1.19-1.53x slower, docs/performance.md). There the manager answers
- * yield requests at its next call instead (dsp_node_poll): an idle
- * single-threaded process yields when it next allocates or frees, not within
- * DSP_NODE_WAIT (docs/design.md). A fork child of a threaded parent must not start threads
+ * one it would end glibc's single-thread shortcut for every mutex, and slow
+ * the pool cycle. There the manager answers yield requests at its next call
+ * instead (dsp_node_poll): an idle single-threaded process yields when it
+ * next allocates or frees, not within DSP_NODE_WAIT (docs/node-ledger.md,
+ * "The policy"). A fork child of a threaded parent must not start threads
  * before it execs (POSIX allows only async-signal-safe calls there;
  * ThreadSanitizer refuses it) unless it made one itself: until then it
  * polls. At a new pin, under the mutex. */
@@ -307,7 +307,7 @@ void dsp_node_publish(void) {
  * process's even after the program closes the descriptor (closefrom) or
  * reuses its number. No system call: these run at every new pin and unpin,
  * where the checks that were here made an 8-process storm of new blocks
- * pay four more a block (docs/performance.md). */
+ * pay four more a block (docs/node-ledger.md, "Design notes"). */
 static int slot_is_ours(void) {
     return node.state == 1 && owner_here();
 }
@@ -397,7 +397,7 @@ int dsp_node_reserve(size_t len, int silent) {
     }
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
         want_timer(); /* a thread made since the last pin */
-    dsp_node_poll(node.m);
+    dsp_node_poll(&node.m->cached.bytes);
     if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed) && reclaim_due() != 0)
         return 0;
     uint64_t cap = cap_now();
@@ -499,11 +499,9 @@ size_t dsp_node_pool_max(size_t pool_max) {
  * requests answered by giving the pool back (live blocks are never touched).
  * A thread, because the process holding an idle pool is often idle itself (a
  * rank waiting on a collective). The registered pool is offered and given
- * back too, but only its spans that need no device wait, in the relaxed
- * capture mode and through the runtime (which makes its context current on
- * this thread): the CUDA layer's yield hook says why that is safe where a
- * wait for the device, or the driver API with no context current here, is
- * not (issue 30: an idle rank's registered pool never yielded). The manager
+ * back too, but only what its kind's yield hook can give back from this
+ * thread without a wait (span_kind.h; the CUDA layer's says why that is safe
+ * for its spans; issue 30: an idle rank's registered pool never yielded). The manager
  * sets ops->trim and ops->yieldable accordingly. */
 static void *timer_main(void *arg) {
     (void)arg;

@@ -6,11 +6,13 @@
 
 #include "internal.h"
 #include "ledger.h"
-#include "manager.h"
+#include "plan.h" /* struct dsp_machine */
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct dsp_manager;
 
 /* What the configuration and the machine give, without opening anything
  * (dspreload doctor shows the same). */
@@ -78,20 +80,23 @@ extern _Atomic int dsp_node_timer_wanted;
 void dsp_node_start_timer(void);
 
 /* The slot of a process that has no timer (single-threaded: a thread of ours
- * would end glibc's single-thread lock shortcut, docs/performance.md; or a
- * fork child), NULL otherwise: its manager answers yield requests and
- * publishes its pooled figure on each of its calls instead, under the mutex
- * (dsp_node_poll: two relaxed loads and a store of mapped words). */
+ * would end glibc's single-thread lock shortcut, docs/node-ledger.md,
+ * "The policy"; or a fork child), NULL otherwise: its manager answers yield
+ * requests and publishes its pooled figure on each of its calls instead,
+ * under the mutex (dsp_node_poll: two relaxed loads and a store of mapped
+ * words). pooled: the manager's pooled bytes, a pointer so that the figure
+ * published is the one after a yield; not the manager itself, whose header
+ * is a layer above (docs/design.md, "Layers of the core"). */
 extern struct dsp_ledger_slot *_Atomic dsp_node_polled;
 extern _Atomic uint64_t dsp_node_trim_seen;
 void dsp_node_yield(struct dsp_ledger_slot *s);
-static inline void dsp_node_poll(struct dsp_manager *m) {
+static inline void dsp_node_poll(const size_t *pooled) {
     struct dsp_ledger_slot *s = atomic_load_explicit(&dsp_node_polled, memory_order_relaxed);
     if (DSP_UNLIKELY(s != NULL)) {
         if (DSP_UNLIKELY(atomic_load_explicit(&s->trim_req, memory_order_relaxed) !=
                          atomic_load_explicit(&dsp_node_trim_seen, memory_order_relaxed)))
             dsp_node_yield(s);
-        atomic_store_explicit(&s->pooled, m->cached.bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->pooled, *pooled, memory_order_relaxed); /* after the yield */
     }
 }
 

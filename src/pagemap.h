@@ -1,8 +1,9 @@
 /* The page map: a radix table from an address to the small block that may
  * hold it, so that "is this pinned?" on a small block reads one cache line
- * beyond the hot ones, whatever the number of blocks (issue 12: at 100,000 live 4 KiB blocks the
- * B+tree's random lookups missed the caches on every level, 2.3x-3.5x the
- * 1,000-block latency in the benchmark's runs).
+ * beyond the hot ones, whatever the number of blocks (issue 12: at 100,000
+ * live 4 KiB blocks the B+tree's random lookups missed the caches on every
+ * level, several times the 1,000-block latency; docs/registry.md, "The page
+ * map: small blocks in one cache line").
  *
  * It is an index beside the registry's B+tree, not instead of it: the tree
  * stays the truth (every range, its owner and flags, the floor queries), and
@@ -15,8 +16,8 @@
  * below the address, in its own leaf (2 MiB of address space) or the one
  * before (a mapped range is at most 2 MiB long, so its start is never further
  * back). Inserting a range is two stores and removing it one, whatever its
- * length: an entry on every page cost the 256 KiB pool cycle 2.8x (92 to
- * 255 ns).
+ * length: an entry on every page made the 256 KiB pool cycle several times
+ * slower (docs/registry.md, "Design notes").
  *
  * Four levels of 512 (9 bits each, bits 12-47 of the address): a static root,
  * then nodes carved from slabs and never freed, so that a reader holding a

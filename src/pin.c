@@ -173,7 +173,8 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
     if (lock) {
         int err = -dsp_pin_lock_range(base, s->len);
         locked = err == 0;
-        if (!locked && lock_optional) { /* the CUDA driver will pin it by registration */
+        if (!locked && lock_optional) { /* its layer pins it (the one asking: CUDA's registration;
+                                           docs/troubleshooting.md quotes the line) */
             dsp_once(DSP_LOG_INFO,
                      "mlock of %s refused (%s); the block is pinned by CUDA registration alone",
                      dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));

@@ -2,8 +2,9 @@
  *
  * Readers never write shared memory: they read optimistically under a sequence
  * counter and retry if a writer ran meanwhile (a seqlock). A pthread rwlock or
- * a per-slot reader count costs 12-15 ns per lookup in atomics alone; this
- * costs two loads of one cache line.
+ * a per-slot reader count writes shared memory at every lookup, an atomic
+ * that costs more than the lookup; this costs two loads of one cache line
+ * (docs/registry.md, "The tree").
  *
  * What makes optimistic reads safe while writers change the tree:
  * - node memory is type-stable: leaves are only ever reused as leaves and inner
@@ -111,17 +112,16 @@ void (*dsp_reg_test_mid_write)(void);
 
 /* Number of keys <= k among the first n (keys are sorted). A counting scan,
  * not a binary search: its loads are independent, so the 4 cache lines of a
- * node miss in parallel, where a binary search waits for each probe in turn.
- * On random lookups over 10^4 ranges the branchy binary search took 90 ns
- * (mispredicted about every other step), a branch-free one 50 ns, this 41 ns
- * (bench/pin_bench).
+ * node miss in parallel, where a binary search waits for each probe in turn
+ * (and the branchy one mispredicts about every other step): it is the
+ * fastest of the three (docs/registry.md, "Design notes").
  * The compiler vectorises it in the AVX2 clone of dsp_reg_contains (issue
  * 29; 4 keys a compare), which needs plain loads: atomic ones are never
  * vectorised. A torn or stale key only miscounts, and the count is clamped
  * and the seqlock validated like every read here. ThreadSanitizer builds
  * keep the relaxed atomics (a plain load racing a writer is a report).
- * Scanning all 32 slots with those past n masked, a fixed trip count, took
- * 54 ns vectorised and 77 ns not: it reads every cache line of the node. */
+ * Scanning all 32 slots with those past n masked, a fixed trip count, was
+ * slower, vectorised or not: it reads every cache line of the node. */
 #if defined(__SANITIZE_THREAD__)
 #define KEY_AT(key, i) LD((key)[i])
 #else

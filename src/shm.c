@@ -1,8 +1,9 @@
 /* Served memory as the driver's (issue 13; docs/internals.md, "The driver's
  * memory and fork"): cudaHostAlloc memory is MAP_SHARED and VM_DONTDUMP, so a
  * forked child shares it and fork copies nothing, where private memory that
- * the driver pins (FOLL_PIN) is copied page by page at every fork (a fork
- * with 2 GiB took 866 ms here instead of 0.6 ms).
+ * the driver pins (FOLL_PIN) is copied page by page at every fork, which
+ * made a fork with a few GiB pinned take most of a second (docs/memory.md,
+ * "Served blocks are shared memory").
  *
  * One memfd backs every served block, each mapped at the file offset equal to
  * its own address: neighbouring blocks then have consecutive offsets and

@@ -17,7 +17,8 @@ enum dsp_span_state {
  * is restored or given back when freed, never pooled as it is. */
 enum { DSP_TAINT_PROT = 1, DSP_TAINT_READONLY = 2, DSP_TAINT_ADVICE = 4 };
 
-/* Served memory is shared with forked children, as the driver's is (issue 13):
+/* Served memory is shared with forked children, as its kind's party makes
+ * its own (issue 13; block.h, DSP_BLK_SERVED):
  * such a span maps the manager's memfd at the offset of its own address.
  * FOREIGN: inherited across fork, the parent's file: never punched here. */
 enum { DSP_SHARED_OURS = 1, DSP_SHARED_FOREIGN = 2 };

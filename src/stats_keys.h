@@ -2,7 +2,8 @@
  * DSP_STAT(key, kind, help): kind is COUNTER (only grows) or GAUGE (a value
  * now); help says what it counts, its unit first (bytes, allocations, calls,
  * iocbs...). docs/statistics.md is generated from this table (dspreload env
- * --stats-markdown). */
+ * --stats-markdown). The layers' keys (cuda_*, aio_*, cufile_*) are here on
+ * purpose: one table, one JSON object, whose keys are an output contract. */
 DSP_STAT(pinned_bytes, GAUGE,
          "bytes pinned now (locked with mlock, or registered with the CUDA driver): live blocks "
          "and the pool")

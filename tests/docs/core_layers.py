@@ -4,8 +4,12 @@ core" lists them. Reads the core library (libdsp_core.a) with nm, so
 what is checked is what the compiler emitted, inline functions included.
 
 Its headers too: no file of src/ includes a header of the layers above the
-core (preload/, io/), and the headers of src/ include each other without a
-cycle.
+core (preload/, io/), the headers of src/ include each other without a
+cycle, and includes point down the layers as calls do: a file includes no
+header whose own .c is on its layer or above. A header without a .c of its
+name (internal.h, span.h, block.h, reentry.h, ...) belongs to no layer and
+anyone may include it; the few headers a lower file needs for a type or a
+constant only are named, with why, in UPWARD_INCLUDES.
 
 usage: core_layers.py SOURCE_ROOT CORE_ARCHIVE"""
 import os
@@ -99,9 +103,44 @@ def cycle(graph):
     return None
 
 
-def header_problems(root):
+# Includes that point up the layers for a type or a constant, not a call:
+# {(including file, or "*.c" for every .c, header): why}. One no longer made is reported too.
+UPWARD_INCLUDES = {
+    ("*.c", "manager.h"): "struct dsp_manager, which the files below the manager "
+                          "are handed as an argument; their headers declare it only (docs/design.md, \"Layers of the core\")",
+    ("manager.h", "span_kind.h"): "struct dsp_span_kind, the hooks the manager keeps and calls",
+    ("manager.c", "span_kind.h"): "struct dsp_span_kind and DSP_SPAN_KINDS",
+    ("log.h", "config.h"): "the log levels, which the options table's DSP_LOG values name",
+}
+
+
+def upward_problems(found_by_file, order):
+    """Includes of a header whose .c is on the includer's layer or above."""
+    bad, used = [], set()
+    for name, found in sorted(found_by_file.items()):
+        own = name.rsplit(".", 1)[0]
+        if own not in order:
+            continue
+        for where, h in found:
+            target = h.rsplit(".", 1)[0]
+            if where != "src" or target == own or target not in order:
+                continue
+            if order[target] < order[own]:
+                key = next((k for k in ((name, h), ("*" + name[-2:], h)) if k in UPWARD_INCLUDES), None)
+                if key:
+                    used.add(key)
+                    continue
+                bad.append(f"src/{name} (layer {order[own]}) includes {h} of src/{target}.c "
+                           f"(layer {order[target]}): includes point down the layers")
+    for k in sorted(set(UPWARD_INCLUDES) - used):
+        bad.append(f"core_layers.py: UPWARD_INCLUDES names {k[0]} -> {k[1]}, which no file makes")
+    return bad
+
+
+def header_problems(root, order):
     bad, graph = [], {}
-    for name, found in includes(root).items():
+    found_by_file = includes(root)
+    for name, found in found_by_file.items():
         for where, h in found:
             if where in ("io", "preload"):
                 bad.append(f"src/{name} includes {where}/{h}: the core includes no layer above it")
@@ -110,7 +149,7 @@ def header_problems(root):
     c = cycle(graph)
     if c:
         bad.append("src/ headers include each other in a cycle: " + " -> ".join(c))
-    return bad
+    return bad + upward_problems(found_by_file, order)
 
 
 def main():
@@ -128,7 +167,7 @@ def main():
                 bad.append(f"src/{f}.c (layer {order[f]}) uses {s} of src/{g}.c (layer {order[g]})")
     for f in sorted(set(order) - set(uses)):
         bad.append(f"docs/design.md lists {f}.c, which the core does not build")
-    bad += header_problems(root)
+    bad += header_problems(root, order)
     for b in bad:
         print(b)
     print(f"{len(uses)} files, {len(bad)} problems")

@@ -6,6 +6,12 @@
 #include "fork.h"
 #include "helpers.h"
 
+#include "aio_state.h"
+#include "bounce.h"
+#include "cuda_core.h"
+#include "cuda_vreg.h"
+#include "cufile_layer.h"
+
 #include "harness.h"
 #include <dspreload.h>
 #include <errno.h>
@@ -75,4 +81,17 @@ Test(fork_order, every_lock_held_across_fork_children_reset_in_reverse) {
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: wrong order, or a lock held");
     dsp_free(p);
+}
+
+/* Issue 32: the core's slots are positions; each layer names its own in its
+ * header. Two layers naming one slot would share a mutex, and a layer's lock
+ * in a slot out of nest order would deadlock the prepare handler: every lock
+ * of docs/design.md, "Locks", has a slot of its own, in that order. */
+Test(fork_order, each_lock_has_a_slot_of_its_own_in_nest_order) {
+    const int order[] = {DSP_FORK_AIO,  DSP_FORK_BOUNCE, DSP_FORK_MANAGER, DSP_FORK_REGISTRY,
+                         DSP_FORK_CUDA, DSP_FORK_VREG,   DSP_FORK_CUFILE};
+    cr_assert_eq(sizeof order / sizeof order[0], (size_t)DSP_FORK_SLOTS, "a slot nobody takes");
+    for (size_t i = 1; i < sizeof order / sizeof order[0]; i++)
+        cr_assert_lt(order[i - 1], order[i], "lock %zu of \"Locks\" is not below lock %zu", i,
+                     i - 1);
 }
