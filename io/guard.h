@@ -58,7 +58,8 @@ extern int dsp_guard_ask;
  * on return, and brackets its own calls). */
 int dsp_guard_enter(void);
 
-/* For the sigaction hook and the scan at install: sets dsp_guard_ask when a
+/* For the sigaction hook and the check at install (of the signals the kernel
+ * lists with a handler, SigCgt): sets dsp_guard_ask when a
  * handler for sig would run with SIGSEGV or SIGBUS blocked. SIGSEGV's and
  * SIGBUS's own are not counted: ours stands in their place and calls them
  * through pthread_sigmask (chain), which the tracking sees. */

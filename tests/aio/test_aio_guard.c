@@ -580,3 +580,31 @@ static int wait_bsd_sigpause(void) {
 Test(aio_guard, handler_run_in_sigpause_that_blocks_sigsegv_gets_efault) {
     handler_in_a_wait_that_blocks_sigsegv(wait_bsd_sigpause);
 }
+
+/* A handler the sigaction hook never saw: installed before the first libaio
+ * call by the rt_sigaction system call itself (as a statically linked runtime
+ * does), with SIGSEGV in its sa_mask. The first libaio call reads the
+ * disposition of each signal the kernel lists with a handler (SigCgt), so it
+ * is found: an io_submit from it gets -EFAULT, not a fault while blocked. */
+Test(aio_guard, handler_installed_unseen_that_blocks_sigsegv_gets_efault) {
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        uint64_t mask;
+    } k;
+    /* glibc's own flags and return trampoline, from a handler it installed. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = count;
+    cr_assert_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+    cr_assert_eq(syscall(SYS_rt_sigaction, SIGUSR2, NULL, &k, sizeof k.mask), 0);
+    k.handler = (void *)submit_from_handler;
+    k.mask |= 1ull << (SIGSEGV - 1);
+    cr_assert_eq(syscall(SYS_rt_sigaction, SIGUSR1, &k, NULL, sizeof k.mask), 0);
+    static struct iocb *bad[1];
+    handler_bad = bad;
+    handler_ctx = seen_open(bad, gone_page);
+    raise(SIGUSR1);
+    cr_assert_eq(handler_res, -EFAULT);
+}
