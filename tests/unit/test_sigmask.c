@@ -6,7 +6,7 @@
  * load from a bad pointer with SIGSEGV blocked, which kills the process. */
 #include "sigmask.h"
 
-#include <criterion/criterion.h>
+#include "harness.h"
 #include <string.h>
 
 DSP_TLS int dsp_guard_mask;
