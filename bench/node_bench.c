@@ -28,7 +28,7 @@
  *      by side, and only with the ledger (without it nothing yields)
  * Each variant runs in a child process of its own, since the configuration
  * is read once per process, and an exec'd one: a fork child that never execs
- * starts no timer thread (docs/design.md, "Fork"), so a forked child would
+ * starts no timer thread (docs/node-ledger.md, "Fork"), so a forked child would
  * not measure what a rank is. The children of 1 and 2 all run on one CPU,
  * the one the benchmark started on: on this 2-vCPU VM the pool cycle ran at
  * 75 ns on one vCPU and, at times, 110-115 ns on the other (taskset), so

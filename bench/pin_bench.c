@@ -29,6 +29,7 @@
  * far slower than anything measured here. */
 #include "config.h"
 #include "manager.h"
+#include "memcalls.h"
 #include "registry.h"
 #include "stats.h"
 #include "schema.h"

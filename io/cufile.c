@@ -13,9 +13,10 @@
  *   with the caller's arguments. Calls libcufile makes to its own exports (it
  *   calls some through the PLT) pass straight through.
  *
- * This file holds the hooks, the resolution of the real library, the lock the
- * layer's files share and its fork handlers; the handles the application
- * registered are io/cufile_handles.c.
+ * This file holds the hooks, the layer's resolver and its fork handlers; the
+ * real functions, the re-entry guard and the condition the layer's lock waits
+ * on are io/cufile_layer.c, the handles the application registered
+ * io/cufile_handles.c.
  *
  * The shim links no cuFile library: real functions are found at the first call
  * (src/symbols.c), including in a libcufile loaded RTLD_LOCAL. */
@@ -31,33 +32,17 @@
 #include "cufile_handles.h"
 #include "cufile_reg.h"
 #include "cufile_host.h"
+#include "interposed.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
 
-static struct {
-    CUfileError_t (*DriverOpen)(void);
-    CUfileError_t (*DriverClose)(void);
-    CUfileError_t (*DriverClose_v2)(void);
-    CUfileError_t (*HandleRegister)(CUfileHandle_t *, CUfileDescr_t *);
-    void (*HandleDeregister)(CUfileHandle_t);
-    CUfileError_t (*BufRegister)(const void *, size_t, int);
-    CUfileError_t (*BufDeregister)(const void *);
-    ssize_t (*Read)(CUfileHandle_t, void *, size_t, off_t, off_t);
-    ssize_t (*Write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
-} real;
-/* cuFile's open count, where the library has it; else the opens the hooks saw. */
-static long (*real_use_count)(void);
+DSP_HOOK_DECLS(cufile)
+
+/* The opens the hooks saw: cuFile's open count where the library has no
+ * cuFileUseCount. */
 static long hooked_opens;
-
-/* Inside a call to the real library: its calls to its own exports land in our
- * hooks through the PLT and must go straight back (regression:
- * cufile_reentry_from_driver_close, which deadlocked on dsp_cufile_mu). */
-static DSP_TLS int inside;
-
-/* io/cufile_layer.h says what they guard. */
-pthread_cond_t dsp_cufile_idle = PTHREAD_COND_INITIALIZER;
 
 static struct dsp_layer layer; /* below */
 static void fork_child(void) {
@@ -75,28 +60,10 @@ static int start(void) {
     return 1;
 }
 
-#define SYM(field, name, required)                                                                 \
-    { name, (void **)&real.field, required }
-static const struct dsp_sym syms[] = {
-    SYM(DriverOpen, "cuFileDriverOpen", 0),
-    SYM(DriverClose, "cuFileDriverClose", 0),
-    SYM(DriverClose_v2, "cuFileDriverClose_v2", 0),
-    {"cuFileUseCount", (void **)&real_use_count, 0},
-    SYM(HandleRegister, "cuFileHandleRegister", 1),
-    SYM(HandleDeregister, "cuFileHandleDeregister", 1),
-    SYM(BufRegister, "cuFileBufRegister", 1),
-    SYM(BufDeregister, "cuFileBufDeregister", 1),
-    SYM(Read, "cuFileRead", 1),
-    SYM(Write, "cuFileWrite", 1),
-    {NULL, NULL, 0},
-};
 /* The one resolver (src/symbols.h): serving, or passing through for good
  * (DSP_CUFILE=off, or a forked child). */
 static struct dsp_layer layer = {
-    .lib = "libcufile.so",
-    .syms = syms,
-    .off_option = DSP_OPT_CUFILE,
-    .off_value = DSP_CUFILE_OFF,
+    DSP_LAYER_OF(cufile),
     .fork_slot = DSP_FORK_CUFILE,
     .fork_child = fork_child,
     .start = start,
@@ -105,7 +72,7 @@ static struct dsp_layer layer = {
 /* Every hook starts here: 1 to do the layer's work, 0 to pass the call
  * through (re-entered from the real library, DSP_CUFILE=off, forked child). */
 static inline int serving(void) {
-    if (inside) return 0;
+    if (dsp_cufile_inside) return 0;
     int m = atomic_load_explicit(&layer.mode, memory_order_acquire);
     if (DSP_LIKELY(m == DSP_LAYER_SERVING)) return 1;
     if (m != DSP_LAYER_UNRESOLVED) return 0;
@@ -122,23 +89,9 @@ static int missing(const char *name) {
              name);
     return 0;
 }
-#define HAVE(field, name) (real.field || missing(name))
-#define NOT_INIT          ((CUfileError_t){CU_FILE_DRIVER_NOT_INITIALIZED, 0})
-#define CALL(field, ...)                                                                           \
-    ({                                                                                             \
-        inside++;                                                                                  \
-        __typeof__(real.field(__VA_ARGS__)) r_ = real.field(__VA_ARGS__);                          \
-        inside--;                                                                                  \
-        r_;                                                                                        \
-    })
-
-CUfileError_t dsp_cufile_real_buf_register(const void *base, size_t len, int flags) {
-    return CALL(BufRegister, base, len, flags);
-}
-
-CUfileError_t dsp_cufile_real_buf_deregister(const void *base) {
-    return CALL(BufDeregister, base);
-}
+#define HAVE(fn) (dsp_real_cufile.fn || missing(#fn))
+#define NOT_INIT ((CUfileError_t){CU_FILE_DRIVER_NOT_INITIALIZED, 0})
+#define CALL     DSP_CUFILE_CALL
 
 /* cuFileRead and cuFileWrite. */
 static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file_off,
@@ -175,20 +128,20 @@ static ssize_t io(CUfileHandle_t fh, int wr, void *base, size_t size, off_t file
         /* cuFile finds a registration by its exact base: the call names the
          * allocation's start, with the same destination bytes. */
         off_t rebased = (off_t)(p - alloc_start);
-        ssize_t r = wr ? CALL(Write, fh, (const void *)alloc_start, size, file_off, rebased)
-                       : CALL(Read, fh, (void *)alloc_start, size, file_off, rebased);
+        ssize_t r = wr ? CALL(cuFileWrite, fh, (const void *)alloc_start, size, file_off, rebased)
+                       : CALL(cuFileRead, fh, (void *)alloc_start, size, file_off, rebased);
         int saved = errno;
         dsp_cufile_reg_release(e);
         errno = saved;
         return r;
     }
 pass:
-    if (!inside && atomic_load_explicit(&layer.mode, memory_order_relaxed) == DSP_LAYER_SERVING)
+    if (!dsp_cufile_inside &&
+        atomic_load_explicit(&layer.mode, memory_order_relaxed) == DSP_LAYER_SERVING)
         dsp_stat_add(DSP_ST_cufile_passthrough, 1);
-    if (!(wr ? HAVE(Write, "cuFileWrite") : HAVE(Read, "cuFileRead")))
-        return -CU_FILE_DRIVER_NOT_INITIALIZED;
-    return wr ? CALL(Write, fh, base, size, file_off, buf_off)
-              : CALL(Read, fh, base, size, file_off, buf_off);
+    if (!(wr ? HAVE(cuFileWrite) : HAVE(cuFileRead))) return -CU_FILE_DRIVER_NOT_INITIALIZED;
+    return wr ? CALL(cuFileWrite, fh, base, size, file_off, buf_off)
+              : CALL(cuFileRead, fh, base, size, file_off, buf_off);
 }
 
 DSP_API ssize_t cuFileRead(CUfileHandle_t fh, void *base, size_t size, off_t file_off,
@@ -206,8 +159,8 @@ DSP_API ssize_t cuFileWrite(CUfileHandle_t fh, const void *base, size_t size, of
 DSP_API CUfileError_t cuFileDriverOpen(void) {
     int on = serving();
     if (on) dsp_cufile_resolve_attrs(); /* libcuda may have been loaded since */
-    if (!HAVE(DriverOpen, "cuFileDriverOpen")) return NOT_INIT;
-    CUfileError_t rc = CALL(DriverOpen);
+    if (!HAVE(cuFileDriverOpen)) return NOT_INIT;
+    CUfileError_t rc = CALL(cuFileDriverOpen);
     if (on && rc.err == CU_FILE_SUCCESS) {
         /* Registrations that failed before may work with the driver open. */
         pthread_mutex_lock(&dsp_cufile_mu);
@@ -227,27 +180,21 @@ DSP_API CUfileError_t cuFileDriverOpen(void) {
  * (io/cufile_reg.c: `closing`, `close_gen`). */
 static CUfileError_t driver_close(int v2) {
     int on = serving();
-    if (!(v2 ? HAVE(DriverClose_v2, "cuFileDriverClose_v2")
-             : HAVE(DriverClose, "cuFileDriverClose")))
-        return NOT_INIT;
-    if (!on) return v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
+    if (!(v2 ? HAVE(cuFileDriverClose_v2) : HAVE(cuFileDriverClose))) return NOT_INIT;
+    if (!on) return v2 ? CALL(cuFileDriverClose_v2) : CALL(cuFileDriverClose);
     pthread_mutex_lock(&dsp_cufile_mu);
     dsp_cufile_reg_close_begin();
     pthread_mutex_unlock(&dsp_cufile_mu);
-    CUfileError_t rc = v2 ? CALL(DriverClose_v2) : CALL(DriverClose);
+    CUfileError_t rc = v2 ? CALL(cuFileDriverClose_v2) : CALL(cuFileDriverClose);
     /* cuFile counts opens: handles and the application's registrations end
      * only with the last close (review: one user's close made another's
      * pinned reads staged again). */
     long still_open = -1;
-    if (real_use_count) {
-        inside++;
-        still_open = real_use_count();
-        inside--;
-    }
+    if (dsp_real_cufile.cuFileUseCount) still_open = CALL(cuFileUseCount);
     pthread_mutex_lock(&dsp_cufile_mu);
     dsp_cufile_reg_close_end(rc.err == CU_FILE_SUCCESS);
     if (rc.err == CU_FILE_SUCCESS && hooked_opens > 0) hooked_opens--;
-    if (!real_use_count) still_open = hooked_opens;
+    if (!dsp_real_cufile.cuFileUseCount) still_open = hooked_opens;
     if (rc.err == CU_FILE_SUCCESS && still_open <= 0) {
         dsp_cufile_handles_drop_all();
         dsp_cufile_app_forget_all();
@@ -267,8 +214,8 @@ DSP_API CUfileError_t cuFileDriverClose_v2(void) {
 DSP_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr) {
     int on = serving();
     if (on) dsp_cufile_resolve_attrs();
-    if (!HAVE(HandleRegister, "cuFileHandleRegister")) return NOT_INIT;
-    CUfileError_t rc = CALL(HandleRegister, fh, descr);
+    if (!HAVE(cuFileHandleRegister)) return NOT_INIT;
+    CUfileError_t rc = CALL(cuFileHandleRegister, fh, descr);
     if (!on || rc.err != CU_FILE_SUCCESS || !fh || !*fh || !descr ||
         descr->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
         return rc;
@@ -285,10 +232,10 @@ DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
         if (hd && !hd->dying) dsp_cufile_handle_drop(hd);
         pthread_mutex_unlock(&dsp_cufile_mu);
     }
-    if (!HAVE(HandleDeregister, "cuFileHandleDeregister")) return;
-    inside++;
-    real.HandleDeregister(fh);
-    inside--;
+    if (!HAVE(cuFileHandleDeregister)) return;
+    dsp_cufile_inside++;
+    dsp_real_cufile.cuFileHandleDeregister(fh);
+    dsp_cufile_inside--;
 }
 
 /* The application registers a buffer: any registration of the shim's that
@@ -303,12 +250,12 @@ DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags)
     /* serving() first: it resolves the real functions, and this may be the
      * process's first cuFile call (recent libcufile opens the driver itself). */
     int on = serving();
-    if (!HAVE(BufRegister, "cuFileBufRegister")) return NOT_INIT;
-    if (!on || !base || !len) return CALL(BufRegister, base, len, flags);
+    if (!HAVE(cuFileBufRegister)) return NOT_INIT;
+    if (!on || !base || !len) return CALL(cuFileBufRegister, base, len, flags);
     pthread_mutex_lock(&dsp_cufile_mu);
     int recorded = dsp_cufile_app_register((uintptr_t)base, len);
     pthread_mutex_unlock(&dsp_cufile_mu);
-    CUfileError_t rc = CALL(BufRegister, base, len, flags);
+    CUfileError_t rc = CALL(cuFileBufRegister, base, len, flags);
     if (rc.err != CU_FILE_SUCCESS && recorded) {
         pthread_mutex_lock(&dsp_cufile_mu);
         dsp_cufile_app_forget((uintptr_t)base);
@@ -324,14 +271,14 @@ DSP_API CUfileError_t cuFileBufRegister(const void *base, size_t len, int flags)
  * the call), so the shim registers nothing over it meanwhile. */
 DSP_API CUfileError_t cuFileBufDeregister(const void *base) {
     int on = serving(); /* resolves: this may be the first cuFile call */
-    if (!HAVE(BufDeregister, "cuFileBufDeregister")) return NOT_INIT;
-    if (!on || !base) return CALL(BufDeregister, base);
+    if (!HAVE(cuFileBufDeregister)) return NOT_INIT;
+    if (!on || !base) return CALL(cuFileBufDeregister, base);
     pthread_mutex_lock(&dsp_cufile_mu);
     int apps = dsp_cufile_app_has((uintptr_t)base);
     int shims_only = !apps && dsp_cufile_reg_has((uintptr_t)base);
     pthread_mutex_unlock(&dsp_cufile_mu);
     if (shims_only) return (CUfileError_t){CU_FILE_MEMORY_NOT_REGISTERED, 0};
-    CUfileError_t rc = CALL(BufDeregister, base);
+    CUfileError_t rc = CALL(cuFileBufDeregister, base);
     if (rc.err == CU_FILE_SUCCESS && apps) {
         pthread_mutex_lock(&dsp_cufile_mu);
         dsp_cufile_app_forget((uintptr_t)base);

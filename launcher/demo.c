@@ -16,7 +16,10 @@ int cmd_demo(int argc, char **argv, const char *lib) {
         return 1;
     }
     /* In the build tree, the libcudart and libcufile test doubles let the demo
-     * show the CUDA and cuFile layers on a machine without CUDA. */
+     * show the CUDA and cuFile layers on a machine without CUDA. Installed,
+     * there are none: the workload looks for the real libraries and says
+     * "skipped" without them. A variable set, even empty (no library at all:
+     * tests/launcher/demo.sh), is left as it is. */
     snprintf(cudart, sizeof cudart, "%s/tests/cuda/libcudart.so.13", self_dir());
     if (!getenv("DSPRELOAD_DEMO_CUDART") && access(cudart, R_OK) == 0)
         setenv("DSPRELOAD_DEMO_CUDART", cudart, 1);

@@ -5,8 +5,9 @@
 #include "fmt.h"
 #include "internal.h"
 #include "ledger.h"
-#include "manager.h"
+#include "maps.h"
 #include "node.h"
+#include "plan.h"
 #include "sys.h"
 #include "launcher.h"
 

@@ -10,7 +10,8 @@
 #define USAGE                                                                                      \
     "usage: dspreload [options] [VAR=value ...] [--] COMMAND [ARGS...]\n"                          \
     "       dspreload [options] [VAR=value ...] doctor [PATH ...] | demo\n"                        \
-    "       dspreload env [--markdown] | stats FILE ... | stats --node [--key KEY]\n"
+    "       dspreload env [--markdown|--stats-markdown]\n"                                         \
+    "       dspreload stats FILE ... | stats --node [--key KEY]\n"
 
 /* launcher/common.c */
 
@@ -67,5 +68,7 @@ const char *node_key_text(const char *key, char *out, size_t cap);
 /* The reference of every DSP_* variable on fd: plain, or the Markdown of
  * docs/configuration.md (launcher/reference.c). */
 void print_reference(int fd, int markdown);
+/* docs/statistics.md: every statistic, from src/stats_keys.h. */
+void print_stats_reference(int fd);
 
 #endif

@@ -36,6 +36,7 @@ static const char *const help_text =
           "commands:\n"
           "  doctor [PATH ...]    check this machine (and each PATH for O_DIRECT I/O)\n"
           "  env [--markdown]     every DSP_* variable, its default and accepted values\n"
+          "  env --stats-markdown every statistic, as docs/statistics.md\n"
           "  stats FILE ...       per-process table and totals of DSP_STATS_FILE output\n"
           "  stats --node [--key KEY]  the node ledgers of this user, live: one row a process\n"
           "  demo                 a short workload that shows what the shim does\n"
@@ -130,10 +131,14 @@ static int add_preload(const char *lib) {
 static int cmd_env(int argc, char **argv, const char *lib) {
     (void)lib;
     int md = argc > 0 && !strcmp(argv[0], "--markdown");
-    if (argc > 1 || (argc == 1 && !md))
+    int stats_md = argc > 0 && !strcmp(argv[0], "--stats-markdown");
+    if (argc > 1 || (argc == 1 && !md && !stats_md))
         return usage_error("env: unexpected argument '%s'", argv[argc - 1]);
     fflush(stdout);
-    print_reference(1, md);
+    if (stats_md)
+        print_stats_reference(1);
+    else
+        print_reference(1, md);
     return 0;
 }
 

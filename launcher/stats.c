@@ -100,10 +100,7 @@ int cmd_stats(int argc, char **argv, const char *lib) {
     if (argc >= 1 && !strcmp(argv[0], "--node")) return cmd_stats_node(argc - 1, argv + 1);
     if (argc < 1) return usage_error("stats: give the JSON files DSP_STATS_FILE wrote");
     u128 total[NCOLS] = {0};
-    printf("%-10s", "pid");
-    for (size_t c = 0; c < NCOLS; c++) printf(" %12s", cols[c].head);
-    printf("\n");
-    int bad = 0;
+    int bad = 0, shown = 0;
     for (int i = 0; i < argc; i++) {
         char json[16384];
         unsigned long long pid;
@@ -116,6 +113,11 @@ int cmd_stats(int argc, char **argv, const char *lib) {
             bad = 1;
             continue;
         }
+        if (!shown) { /* the head once a row follows */
+            printf("%-10s", "pid");
+            for (size_t c = 0; c < NCOLS; c++) printf(" %12s", cols[c].head);
+            printf("\n");
+        }
         printf("%-10llu", pid);
         for (size_t c = 0; c < NCOLS; c++) {
             unsigned long long v;
@@ -126,6 +128,12 @@ int cmd_stats(int argc, char **argv, const char *lib) {
             if (have) total[c] += v;
         }
         printf("\n");
+        shown++;
+    }
+    /* Totals of no file would read as a process that did nothing. */
+    if (!shown) {
+        printf("no stats file read: no totals\n");
+        return bad;
     }
     printf("%-10s", "total");
     for (size_t c = 0; c < NCOLS; c++) {

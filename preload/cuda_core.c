@@ -5,7 +5,9 @@
  * driver's. docs/cuda.md explains each decision. */
 #include "cuda_core.h"
 
+#include "arena.h"
 #include "block.h"
+#include "block_bits.h"
 #include "config.h"
 #include "cuda_vreg.h"
 #include "fork.h"
@@ -13,6 +15,7 @@
 #include "manager.h"
 #include "reentry.h"
 #include "registry.h"
+#include "span_kind.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -75,14 +78,21 @@ static void layer_over_limit(void);
 static size_t layer_trim(void);
 static size_t layer_yield(void);
 static int layer_can_yield(void);
-static const struct dsp_layer_ops layer_ops = {layer_freed, layer_make_room, layer_over_limit,
+/* The spans this layer registers with the driver are a span kind of the
+ * manager's (span_kind.h): pooled apart, still registered, and given back
+ * through these hooks, the only code that may call the driver for them. */
+static const struct dsp_span_kind span_kind = {layer_freed, layer_make_room, layer_over_limit,
                                                layer_trim,  layer_yield,     layer_can_yield};
+/* Its number, once a layer started (0 before). */
+static _Atomic int kind;
 
 int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
     if (atomic_load(&forked)) return 0;
+    int k = dsp_span_kind_add(&span_kind);
+    if (k < 0) return 0; /* no room for the kind: pass everything through */
+    atomic_store(&kind, k);
     dsp_fork_register(DSP_FORK_CUDA, fork_child);
     atomic_store(&apis[slot], api);
-    dsp_set_layer(&layer_ops);
     return 1;
 }
 
@@ -164,7 +174,7 @@ static int register_block(const struct dsp_cuda_api *a, uintptr_t base, size_t s
         return rc;
     }
     dsp_stat_add(DSP_ST_cuda_registrations, 1);
-    dsp_block_set_registered(base, user);
+    dsp_block_set_registered(base, atomic_load(&kind), user);
     note_device(a);
     return DSP_CU_SUCCESS;
 }
@@ -210,7 +220,7 @@ static size_t evict(const struct dsp_cuda_api *a, int what) {
     if (!ready(a))
         return 0; /* no driver call can succeed here: the pool stays (regression:
                      cuda_driver_trim_without_context) */
-    while ((n = dsp_cuda_evict(what, e, 16)) > 0) {
+    while ((n = dsp_span_kind_evict(atomic_load(&kind), what, e, 16)) > 0) {
         int unsynced = 0;
         for (size_t i = 0; i < n; i++) unsynced |= e[i].unsynced;
         if (unsynced && device_idle(a) != DSP_CU_SUCCESS)
@@ -228,14 +238,14 @@ static size_t evict(const struct dsp_cuda_api *a, int what) {
             if (rc != DSP_CU_SUCCESS) forget_error(a, rc);
             dsp_stat_add(DSP_ST_cuda_unregistrations, 1);
             dsp_vreg_drop_range(e[i].base, e[i].len);
-            dsp_cuda_evicted(e[i].token);
+            dsp_span_kind_evicted(e[i].token);
             total += e[i].len;
         }
     }
     return total;
 }
 
-/* The manager's hooks (block.h), called from the public API only: through
+/* The span kind's hooks (span_kind.h), called from the public API only: through
  * whichever API serves (either one can unregister what the other
  * registered: the registrations are the driver's). */
 static const struct dsp_cuda_api *any_serving(void) {
@@ -252,7 +262,7 @@ static void layer_freed(uintptr_t base, size_t len) {
 
 static int layer_make_room(size_t len) {
     const struct dsp_cuda_api *a = any_serving();
-    if (!a || !dsp_cuda_pool_would_make_room(len)) return 0;
+    if (!a || !dsp_span_kind_would_make_room(atomic_load(&kind), len)) return 0;
     return evict(a, DSP_EVICT_ALL) > 0;
 }
 
@@ -317,7 +327,8 @@ int dsp_cuda_alloc(const struct dsp_cuda_api *a, void **p, size_t size, unsigned
         (flags & ~(unsigned)(DSP_CU_PORTABLE | DSP_CU_MAPPED)) || !ready(a))
         return DSP_CUDA_REAL; /* no context (driver API): the driver's own answer, 201 */
     struct dsp_block b;
-    unsigned how = DSP_BLK_LOCK_OPTIONAL | DSP_BLK_SERVED | DSP_BLK_USER(SERVED | flags);
+    unsigned how =
+        DSP_BLK_LOCK_OPTIONAL | DSP_BLK_SERVED(atomic_load(&kind)) | DSP_BLK_USER(SERVED | flags);
     /* Over budget, the registered pool gives way first (cuda_budget_evict). */
     void *ptr = dsp_block_alloc_room(size, how, &b);
     if (!ptr) goto fallback;

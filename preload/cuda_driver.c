@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "cuda_core.h"
+#include "interposed.h"
 #include "log.h"
 #include "stats.h"
 
@@ -30,57 +31,13 @@ enum {
     CUDA_ERROR_NO_DEVICE = 100,
 };
 
-static struct {
-    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
-    CUresult (*MemAllocHost)(void **, unsigned);
-    CUresult (*MemAllocHost_v2)(void **, size_t);
-    CUresult (*MemFreeHost)(void *);
-    CUresult (*MemHostRegister)(void *, size_t, unsigned);
-    CUresult (*MemHostRegister_v2)(void *, size_t, unsigned);
-    CUresult (*MemHostUnregister)(void *);
-    CUresult (*MemHostGetFlags)(unsigned *, void *);
-    CUresult (*MemHostGetDevicePointer)(unsigned *, void *, unsigned);
-    CUresult (*MemHostGetDevicePointer_v2)(CUdeviceptr *, void *, unsigned);
-    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
-    CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
-    CUresult (*CtxSynchronize)(void);
-    CUresult (*CtxGetCurrent)(void **);
-    CUresult (*ThreadExchangeStreamCaptureMode)(int *);
-    CUresult (*GetProcAddress)(const char *, void **, int, unsigned long long);
-    CUresult (*GetProcAddress_v2)(const char *, void **, int, unsigned long long, int *);
-} real;
-
-#define SYM(field, required)                                                                       \
-    { "cu" #field, (void **)&real.field, required }
-static const struct dsp_sym syms[] = {
-    SYM(MemHostAlloc, 0),
-    SYM(MemAllocHost, 0),
-    SYM(MemAllocHost_v2, 0),
-    SYM(MemFreeHost, 0),
-    SYM(MemHostRegister, 0),
-    SYM(MemHostRegister_v2, 1),
-    SYM(MemHostUnregister, 1),
-    SYM(MemHostGetFlags, 0),
-    SYM(MemHostGetDevicePointer, 0),
-    SYM(MemHostGetDevicePointer_v2, 0),
-    SYM(PointerGetAttribute, 0),
-    SYM(PointerGetAttributes, 0),
-    SYM(CtxSynchronize, 1),
-    SYM(CtxGetCurrent, 0),
-    SYM(ThreadExchangeStreamCaptureMode, 0),
-    SYM(GetProcAddress, 0),
-    SYM(GetProcAddress_v2, 0),
-    {NULL, NULL, 0},
-};
+/* The real functions and the resolver's list of them: preload/interposed.h. */
+DSP_HOOK_DECLS(driver)
+static DSP_REAL_STRUCT(driver) dsp_real_driver;
+static const struct dsp_sym dsp_syms_driver[] = DSP_SYMS(driver);
 
 static int start(void);
-static struct dsp_layer layer = {
-    .lib = "libcuda.so",
-    .syms = syms,
-    .off_option = DSP_OPT_CUDA,
-    .off_value = DSP_CUDA_OFF,
-    .start = start,
-};
+static struct dsp_layer layer = {DSP_LAYER_OF(driver), .start = start};
 
 /* A hook found with dlsym(RTLD_DEFAULT) in a process with no libcuda loaded. */
 static CUresult missing(const char *name) {
@@ -90,29 +47,29 @@ static CUresult missing(const char *name) {
     return CUDA_ERROR_NOT_INITIALIZED;
 }
 
-#define CALL_REAL(field, ...)                                                                      \
+#define CALL_REAL(fn, ...)                                                                         \
     (dsp_layer_serving(&layer), /* resolves */                                                     \
-     real.field ? DSP_CUDA_OUT(real.field(__VA_ARGS__)) : missing("cu" #field))
+     dsp_real_driver.fn ? DSP_CUDA_OUT(dsp_real_driver.fn(__VA_ARGS__)) : missing(#fn))
 
 static int do_register(void *p, size_t len, unsigned flags) {
-    return CALL_REAL(MemHostRegister_v2, p, len, flags);
+    return CALL_REAL(cuMemHostRegister_v2, p, len, flags);
 }
 static int do_register_v1(void *p, size_t len, unsigned flags) {
-    return CALL_REAL(MemHostRegister, p, len, flags);
+    return CALL_REAL(cuMemHostRegister, p, len, flags);
 }
 static int do_unregister(void *p) {
-    return CALL_REAL(MemHostUnregister, p);
+    return CALL_REAL(cuMemHostUnregister, p);
 }
 static int do_sync(void) {
-    return CALL_REAL(CtxSynchronize);
+    return CALL_REAL(cuCtxSynchronize);
 }
 static int do_exchange(int *mode) {
-    return CALL_REAL(ThreadExchangeStreamCaptureMode, mode);
+    return CALL_REAL(cuThreadExchangeStreamCaptureMode, mode);
 }
 /* A context current on this thread (the driver API has no implicit one). */
 static int do_ready(void) {
     void *ctx = NULL;
-    return CALL_REAL(CtxGetCurrent, &ctx) == 0 && ctx;
+    return CALL_REAL(cuCtxGetCurrent, &ctx) == 0 && ctx;
 }
 
 static struct dsp_cuda_api api = {
@@ -126,8 +83,8 @@ static struct dsp_cuda_api api = {
 };
 
 static int start(void) {
-    if (real.ThreadExchangeStreamCaptureMode) api.exchange_mode = do_exchange;
-    if (real.CtxGetCurrent) api.ready = do_ready;
+    if (dsp_real_driver.cuThreadExchangeStreamCaptureMode) api.exchange_mode = do_exchange;
+    if (dsp_real_driver.cuCtxGetCurrent) api.ready = do_ready;
     return dsp_cuda_start(&api, DSP_CUDA_DRIVER);
 }
 
@@ -142,23 +99,23 @@ static CUresult alloc(void **pp, size_t size, unsigned flags) {
 
 DSP_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
     CUresult rc = alloc(pp, bytesize, Flags);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemHostAlloc, pp, bytesize, Flags);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cuMemHostAlloc, pp, bytesize, Flags);
 }
 
 DSP_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
     CUresult rc = alloc(pp, bytesize, 0);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemAllocHost_v2, pp, bytesize);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cuMemAllocHost_v2, pp, bytesize);
 }
 
 /* Before CUDA 3.2: a 32-bit size. */
 DSP_API CUresult cuMemAllocHost(void **pp, unsigned int bytesize) {
     CUresult rc = alloc(pp, bytesize, 0);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemAllocHost, pp, bytesize);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cuMemAllocHost, pp, bytesize);
 }
 
 DSP_API CUresult cuMemFreeHost(void *p) {
     CUresult rc = dsp_cuda_free(&api, p);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemFreeHost, p);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cuMemFreeHost, p);
 }
 
 DSP_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
@@ -178,7 +135,7 @@ DSP_API CUresult cuMemHostUnregister(void *p) {
 
 DSP_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
     CUresult rc = dsp_cuda_get_flags(&api, pFlags, p);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MemHostGetFlags, pFlags, p);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cuMemHostGetFlags, pFlags, p);
 }
 
 /* Arena memory outside live blocks is asked about at an address no
@@ -186,13 +143,13 @@ DSP_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
  * does not know. */
 DSP_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
     void *asked = (void *)dsp_cuda_question(&api, p);
-    return CALL_REAL(MemHostGetDevicePointer_v2, pdptr, asked, Flags);
+    return CALL_REAL(cuMemHostGetDevicePointer_v2, pdptr, asked, Flags);
 }
 
 /* Before CUDA 3.2: a 32-bit device pointer. */
 DSP_API CUresult cuMemHostGetDevicePointer(unsigned int *pdptr, void *p, unsigned int Flags) {
     void *asked = (void *)dsp_cuda_question(&api, p);
-    return CALL_REAL(MemHostGetDevicePointer, pdptr, asked, Flags);
+    return CALL_REAL(cuMemHostGetDevicePointer, pdptr, asked, Flags);
 }
 
 /* The attributes whose value is an address (CUpointer_attribute). */
@@ -203,7 +160,7 @@ static int address_valued(int attribute) {
 
 DSP_API CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
     const void *p = (const void *)(uintptr_t)ptr, *asked = dsp_cuda_question(&api, p);
-    CUresult rc = CALL_REAL(PointerGetAttribute, data, attribute, (uintptr_t)asked);
+    CUresult rc = CALL_REAL(cuPointerGetAttribute, data, attribute, (uintptr_t)asked);
     if (rc == 0 && data && address_valued(attribute)) dsp_cuda_answer_for(data, asked, p);
     return rc;
 }
@@ -212,7 +169,7 @@ DSP_API CUresult cuPointerGetAttributes(unsigned int numAttributes, int *attribu
                                         CUdeviceptr ptr) {
     const void *p = (const void *)(uintptr_t)ptr, *asked = dsp_cuda_question(&api, p);
     CUresult rc =
-        CALL_REAL(PointerGetAttributes, numAttributes, attributes, data, (uintptr_t)asked);
+        CALL_REAL(cuPointerGetAttributes, numAttributes, attributes, data, (uintptr_t)asked);
     for (unsigned i = 0; rc == 0 && asked != p && attributes && data && i < numAttributes; i++)
         if (data[i] && address_valued(attributes[i])) dsp_cuda_answer_for(data[i], asked, p);
     return rc;
@@ -227,29 +184,15 @@ struct proc {
     void **real_old, **real_new;
     int since;
 };
-#define ONE(name, field)                                                                           \
-    { #name, (void *)name, (void *)name, (void **)&real.field, (void **)&real.field, 0 }
-#define TWO(name, field, since)                                                                    \
-    {                                                                                              \
-#name, (void *)name, (void *)name##_v2, (void **)&real.field, (void **)&real.field##_v2,   \
-            since                                                                                  \
-    }
-DSP_API CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long, int *);
-DSP_API CUresult cuGetProcAddress(const char *, void **, int, unsigned long long);
-
-/* Sorted by name (bsearch). */
-static const struct proc procs[] = {
-    TWO(cuGetProcAddress, GetProcAddress, 12000),
-    TWO(cuMemAllocHost, MemAllocHost, 3020),
-    ONE(cuMemFreeHost, MemFreeHost),
-    ONE(cuMemHostAlloc, MemHostAlloc),
-    TWO(cuMemHostGetDevicePointer, MemHostGetDevicePointer, 3020),
-    ONE(cuMemHostGetFlags, MemHostGetFlags),
-    TWO(cuMemHostRegister, MemHostRegister, 6050),
-    ONE(cuMemHostUnregister, MemHostUnregister),
-    ONE(cuPointerGetAttribute, PointerGetAttribute),
-    ONE(cuPointerGetAttributes, PointerGetAttributes),
-};
+/* Sorted by name (bsearch): the table's order (preload/interposed.h). */
+#define DSP_PROC_ENTRY(name, newer, since)                                                         \
+    {#name,                                                                                        \
+     (void *)name,                                                                                 \
+     (void *)newer,                                                                                \
+     (void **)&dsp_real_driver.name,                                                               \
+     (void **)&dsp_real_driver.newer,                                                              \
+     since},
+static const struct proc procs[] = {DSP_PROCS};
 static const size_t nprocs = sizeof procs / sizeof procs[0];
 
 static int by_name(const void *key, const void *elem) {
@@ -281,7 +224,7 @@ void *dsp_cu_proc_hook(const char *symbol, void *fn, int cudaVersion) {
  * serves is replaced, by its hook of the same version. */
 DSP_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                                      unsigned long long flags, int *symbolStatus) {
-    CUresult rc = CALL_REAL(GetProcAddress_v2, symbol, pfn, cudaVersion, flags, symbolStatus);
+    CUresult rc = CALL_REAL(cuGetProcAddress_v2, symbol, pfn, cudaVersion, flags, symbolStatus);
     if (rc == 0 && pfn) *pfn = dsp_cu_proc_hook(symbol, *pfn, cudaVersion);
     return rc;
 }
@@ -289,7 +232,7 @@ DSP_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVer
 /* CUDA 11.3 to 11.8: four arguments. */
 DSP_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                   unsigned long long flags) {
-    CUresult rc = CALL_REAL(GetProcAddress, symbol, pfn, cudaVersion, flags);
+    CUresult rc = CALL_REAL(cuGetProcAddress, symbol, pfn, cudaVersion, flags);
     if (rc == 0 && pfn) *pfn = dsp_cu_proc_hook(symbol, *pfn, cudaVersion);
     return rc;
 }

@@ -15,57 +15,17 @@
 #include "cuda_core.h"
 #include "cuda_driver.h"
 #include "cuda_types.h"
+#include "interposed.h"
 #include "log.h"
 #include "stats.h"
 
-static struct {
-    cudaError_t (*HostAlloc)(void **, size_t, unsigned);
-    cudaError_t (*MallocHost)(void **, size_t);
-    cudaError_t (*FreeHost)(void *);
-    cudaError_t (*HostRegister)(void *, size_t, unsigned);
-    cudaError_t (*HostUnregister)(void *);
-    cudaError_t (*HostGetFlags)(unsigned *, void *);
-    cudaError_t (*HostGetDevicePointer)(void **, void *, unsigned);
-    cudaError_t (*PointerGetAttributes)(struct cudaPointerAttributes *, const void *);
-    cudaError_t (*DeviceSynchronize)(void);
-    cudaError_t (*GetLastError)(void);
-    cudaError_t (*ExchangeCaptureMode)(int *); /* optional: CUDA 10.1+ */
-    cudaError_t (*GetDevice)(int *);
-    cudaError_t (*SetDevice)(int);
-    cudaError_t (*GetDriverEntryPoint)(const char *, void **, unsigned long long, void *);
-    cudaError_t (*GetDriverEntryPointByVersion)(const char *, void **, unsigned, unsigned long long,
-                                                void *);
-} real;
-
-#define SYM(field, name, required)                                                                 \
-    { name, (void **)&real.field, required }
-static const struct dsp_sym syms[] = {
-    SYM(HostAlloc, "cudaHostAlloc", 0),
-    SYM(MallocHost, "cudaMallocHost", 0),
-    SYM(FreeHost, "cudaFreeHost", 0),
-    SYM(HostRegister, "cudaHostRegister", 1),
-    SYM(HostUnregister, "cudaHostUnregister", 1),
-    SYM(HostGetFlags, "cudaHostGetFlags", 0),
-    SYM(HostGetDevicePointer, "cudaHostGetDevicePointer", 0),
-    SYM(PointerGetAttributes, "cudaPointerGetAttributes", 0),
-    SYM(DeviceSynchronize, "cudaDeviceSynchronize", 1),
-    SYM(GetLastError, "cudaGetLastError", 1),
-    SYM(ExchangeCaptureMode, "cudaThreadExchangeStreamCaptureMode", 0),
-    SYM(GetDevice, "cudaGetDevice", 0),
-    SYM(SetDevice, "cudaSetDevice", 0),
-    SYM(GetDriverEntryPoint, "cudaGetDriverEntryPoint", 0),
-    SYM(GetDriverEntryPointByVersion, "cudaGetDriverEntryPointByVersion", 0),
-    {NULL, NULL, 0},
-};
+/* The real functions and the resolver's list of them: preload/interposed.h. */
+DSP_HOOK_DECLS(runtime)
+static DSP_REAL_STRUCT(runtime) dsp_real_runtime;
+static const struct dsp_sym dsp_syms_runtime[] = DSP_SYMS(runtime);
 
 static int start(void);
-static struct dsp_layer layer = {
-    .lib = "libcudart.so",
-    .syms = syms,
-    .off_option = DSP_OPT_CUDA,
-    .off_value = DSP_CUDA_OFF,
-    .start = start,
-};
+static struct dsp_layer layer = {DSP_LAYER_OF(runtime), .start = start};
 
 static cudaError_t missing(const char *name) {
     dsp_once(DSP_LOG_ERROR,
@@ -77,29 +37,29 @@ static cudaError_t missing(const char *name) {
 
 /* The real function, with the guard set: whatever the runtime asks the
  * driver on the way passes straight through (cuda_core.h). */
-#define CALL_REAL(field, name, ...)                                                                \
-    (real.field ? DSP_CUDA_OUT(real.field(__VA_ARGS__)) : missing(name))
+#define CALL_REAL(fn, ...)                                                                         \
+    (dsp_real_runtime.fn ? DSP_CUDA_OUT(dsp_real_runtime.fn(__VA_ARGS__)) : missing(#fn))
 
 static int do_register(void *p, size_t len, unsigned flags) {
-    return CALL_REAL(HostRegister, "cudaHostRegister", p, len, flags);
+    return CALL_REAL(cudaHostRegister, p, len, flags);
 }
 static int do_unregister(void *p) {
-    return CALL_REAL(HostUnregister, "cudaHostUnregister", p);
+    return CALL_REAL(cudaHostUnregister, p);
 }
 static int do_sync(void) {
-    return CALL_REAL(DeviceSynchronize, "cudaDeviceSynchronize");
+    return CALL_REAL(cudaDeviceSynchronize);
 }
 static int do_exchange(int *mode) {
-    return CALL_REAL(ExchangeCaptureMode, "cudaThreadExchangeStreamCaptureMode", mode);
+    return CALL_REAL(cudaThreadExchangeStreamCaptureMode, mode);
 }
 static int do_get_device(int *d) {
-    return CALL_REAL(GetDevice, "cudaGetDevice", d);
+    return CALL_REAL(cudaGetDevice, d);
 }
 static int do_set_device(int d) {
-    return CALL_REAL(SetDevice, "cudaSetDevice", d);
+    return CALL_REAL(cudaSetDevice, d);
 }
 static void do_forget(void) {
-    if (real.GetLastError) DSP_CUDA_OUT(real.GetLastError());
+    if (dsp_real_runtime.cudaGetLastError) DSP_CUDA_OUT(dsp_real_runtime.cudaGetLastError());
 }
 
 static struct dsp_cuda_api api = {
@@ -114,8 +74,8 @@ static struct dsp_cuda_api api = {
 };
 
 static int start(void) {
-    if (real.ExchangeCaptureMode) api.exchange_mode = do_exchange;
-    if (real.GetDevice && real.SetDevice) {
+    if (dsp_real_runtime.cudaThreadExchangeStreamCaptureMode) api.exchange_mode = do_exchange;
+    if (dsp_real_runtime.cudaGetDevice && dsp_real_runtime.cudaSetDevice) {
         api.get_device = do_get_device;
         api.set_device = do_set_device;
     }
@@ -130,17 +90,17 @@ static cudaError_t alloc(void **p, size_t size, unsigned flags) {
 
 DSP_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
     int rc = alloc(pHost, size, flags);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(HostAlloc, "cudaHostAlloc", pHost, size, flags);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cudaHostAlloc, pHost, size, flags);
 }
 
 DSP_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
     int rc = alloc(ptr, size, 0);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(MallocHost, "cudaMallocHost", ptr, size);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cudaMallocHost, ptr, size);
 }
 
 DSP_API cudaError_t cudaFreeHost(void *ptr) {
     int rc = dsp_cuda_free(&api, ptr);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(FreeHost, "cudaFreeHost", ptr);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cudaFreeHost, ptr);
 }
 
 DSP_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
@@ -157,7 +117,7 @@ DSP_API cudaError_t cudaHostUnregister(void *ptr) {
  * them, the driver's own answer (an error, with its last error). */
 DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
     int rc = dsp_cuda_get_flags(&api, pFlags, pHost);
-    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(HostGetFlags, "cudaHostGetFlags", pFlags, pHost);
+    return rc != DSP_CUDA_REAL ? rc : CALL_REAL(cudaHostGetFlags, pFlags, pHost);
 }
 
 /* Arena memory outside live blocks is asked about at an address no
@@ -165,7 +125,7 @@ DSP_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
  * unregistered memory. */
 DSP_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
     void *asked = (void *)dsp_cuda_question(&api, pHost); /* resolves */
-    return CALL_REAL(HostGetDevicePointer, "cudaHostGetDevicePointer", pDevice, asked, flags);
+    return CALL_REAL(cudaHostGetDevicePointer, pDevice, asked, flags);
 }
 
 /* The struct's first 24 bytes are the same in CUDA 11, 12 and 13: type,
@@ -176,7 +136,7 @@ DSP_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsign
 DSP_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                              const void *ptr) {
     const void *asked = dsp_cuda_question(&api, ptr);
-    cudaError_t rc = CALL_REAL(PointerGetAttributes, "cudaPointerGetAttributes", attributes, asked);
+    cudaError_t rc = CALL_REAL(cudaPointerGetAttributes, attributes, asked);
     if (rc == cudaSuccess && attributes && asked != ptr) {
         dsp_cuda_answer_for((char *)attributes + ATTR_DEVICE_POINTER, asked, ptr);
         dsp_cuda_answer_for((char *)attributes + ATTR_HOST_POINTER, asked, ptr);
@@ -191,8 +151,7 @@ DSP_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attri
 DSP_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
                                             unsigned long long flags, void *driverStatus) {
     dsp_layer_serving(&layer); /* resolves */
-    cudaError_t rc = CALL_REAL(GetDriverEntryPoint, "cudaGetDriverEntryPoint", symbol, funcPtr,
-                               flags, driverStatus);
+    cudaError_t rc = CALL_REAL(cudaGetDriverEntryPoint, symbol, funcPtr, flags, driverStatus);
     if (rc == cudaSuccess && funcPtr) *funcPtr = dsp_cu_proc_hook(symbol, *funcPtr, -1);
     return rc;
 }
@@ -201,8 +160,8 @@ DSP_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **
                                                      unsigned int cudaVersion,
                                                      unsigned long long flags, void *driverStatus) {
     dsp_layer_serving(&layer);
-    cudaError_t rc = CALL_REAL(GetDriverEntryPointByVersion, "cudaGetDriverEntryPointByVersion",
-                               symbol, funcPtr, cudaVersion, flags, driverStatus);
+    cudaError_t rc = CALL_REAL(cudaGetDriverEntryPointByVersion, symbol, funcPtr, cudaVersion,
+                               flags, driverStatus);
     if (rc == cudaSuccess && funcPtr)
         *funcPtr = dsp_cu_proc_hook(symbol, *funcPtr, (int)cudaVersion);
     return rc;

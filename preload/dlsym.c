@@ -21,6 +21,7 @@
  * call dlsym(RTLD_NEXT) before any constructor of ours. */
 #include "config.h"
 #include "internal.h"
+#include "interposed.h"
 #include "manager.h"
 #include "stats.h"
 #include "symbols.h"
@@ -100,64 +101,25 @@ __asm__(".pushsection .text\n" ENTRY_POINT(dlsym, dsp_glibc_dlsym_ptr, dsp_dlsym
             ENTRY_POINT(dlvsym, dsp_glibc_dlvsym_ptr, dsp_dlvsym_handle) ".popsection\n");
 
 /* Addresses only: the hooks are defined by their layers with their own types. */
-#define HOOK(name) void name(void);
-#define HOOKS(X)                                                                                   \
-    X(cuFileBufDeregister)                                                                         \
-    X(cuFileBufRegister)                                                                           \
-    X(cuFileDriverClose)                                                                           \
-    X(cuFileDriverClose_v2)                                                                        \
-    X(cuFileDriverOpen)                                                                            \
-    X(cuFileHandleDeregister)                                                                      \
-    X(cuFileHandleRegister)                                                                        \
-    X(cuFileRead)                                                                                  \
-    X(cuFileWrite)                                                                                 \
-    X(cuGetProcAddress)                                                                            \
-    X(cuGetProcAddress_v2)                                                                         \
-    X(cuMemAllocHost)                                                                              \
-    X(cuMemAllocHost_v2)                                                                           \
-    X(cuMemFreeHost)                                                                               \
-    X(cuMemHostAlloc)                                                                              \
-    X(cuMemHostGetDevicePointer)                                                                   \
-    X(cuMemHostGetDevicePointer_v2)                                                                \
-    X(cuMemHostGetFlags)                                                                           \
-    X(cuMemHostRegister)                                                                           \
-    X(cuMemHostRegister_v2)                                                                        \
-    X(cuMemHostUnregister)                                                                         \
-    X(cuPointerGetAttribute)                                                                       \
-    X(cuPointerGetAttributes)                                                                      \
-    X(cudaFreeHost)                                                                                \
-    X(cudaGetDriverEntryPoint)                                                                     \
-    X(cudaGetDriverEntryPointByVersion)                                                            \
-    X(cudaHostAlloc)                                                                               \
-    X(cudaHostGetDevicePointer)                                                                    \
-    X(cudaHostGetFlags)                                                                            \
-    X(cudaHostRegister)                                                                            \
-    X(cudaHostUnregister)                                                                          \
-    X(cudaMallocHost)                                                                              \
-    X(cudaPointerGetAttributes)
-HOOKS(HOOK)
+#define DSP_HOOK_ENTRY(lib, name) void name(void);
+DSP_HOOKED
+#undef DSP_HOOK_ENTRY
 
+/* Each hook, with the library a served name must come from (by file name
+ * prefix) and the option that turns its layer off (then the real answer
+ * stands). */
 struct hooked {
     const char *name;
     void (*hook)(void);
+    const char *lib;
+    int off_option, off_value;
 };
-/* Sorted by strcmp (bsearch): capitals first, so cuFile*, cuG*, cuM*, cuP*,
- * then cuda*. cuda_driver_dlsym, cuda_driver_cross_api and cufile_kvikio_dlsym
- * look up every one of them on the doubles. */
-#define ENTRY(name) {#name, name},
-static const struct hooked table[] = {HOOKS(ENTRY)};
+/* Sorted by strcmp (bsearch): the table's order (preload/interposed.h),
+ * capitals first, so cuFile*, cuG*, cuM*, cuP*, then cuda*. */
+#define DSP_HOOK_ENTRY(lib, name)                                                                  \
+    {#name, name, DSP_LIB_FILE(lib), DSP_LIB_OPTION(lib), DSP_LIB_OFF(lib)},
+static const struct hooked table[] = {DSP_HOOKED};
 #define NTABLE (sizeof table / sizeof table[0])
-
-/* The library a served name must come from, by file name prefix, and the
- * option that turns its layer off (then the real answer stands). */
-static int owner(const char *name, const char **lib) {
-    if (!strncmp(name, "cuFile", 6)) {
-        *lib = "libcufile.so";
-        return DSP_OPT_CUFILE;
-    }
-    *lib = !strncmp(name, "cuda", 4) ? "libcudart.so" : "libcuda.so";
-    return DSP_OPT_CUDA;
-}
 
 static int by_name(const void *key, const void *elem) {
     return strcmp(key, ((const struct hooked *)elem)->name);
@@ -167,14 +129,11 @@ static int by_name(const void *key, const void *elem) {
 static void *substitute(const char *name, void *fn) {
     const struct hooked *t = bsearch(name, table, NTABLE, sizeof *table, by_name);
     if (!t || fn == (void *)t->hook) return fn;
-    const char *lib, *obj = dsp_sym_object(fn);
-    int opt = owner(name, &lib);
-    if (!obj || strncmp(obj, lib, strlen(lib)) != 0) return fn; /* another library's */
+    const char *obj = dsp_sym_object(fn);
+    if (!obj || strncmp(obj, t->lib, strlen(t->lib)) != 0) return fn; /* another library's */
     /* Off (DSP_CUDA=off, DSP_CUFILE=off), or asked during the manager's own
      * start-up: the real function. */
-    if (!dsp_ensure_init() ||
-        dsp_opt(opt) == (opt == DSP_OPT_CUFILE ? DSP_CUFILE_OFF : DSP_CUDA_OFF))
-        return fn;
+    if (!dsp_ensure_init() || dsp_opt(t->off_option) == t->off_value) return fn;
     dsp_stat_add(DSP_ST_dlsym_hooked, 1);
     return (void *)t->hook;
 }

@@ -15,6 +15,7 @@
  * of our locks (dsp_in_manager, reentry.h) allocates from glibc and defers its
  * frees of hinted blocks; both checks are on the slow paths only. */
 #include "block.h"
+#include "block_bits.h"
 #include "config.h"
 #include "log.h"
 #include "malloc_bind.h"
@@ -110,18 +111,18 @@ static void configure(void) {
         size_t max = (size_t)dsp_opt(DSP_OPT_MALLOC_MAX);
         hint_max = max == DSP_SIZE_AUTO ? SIZE_MAX : max;
         int dropped;
-        nfrom = dsp_mrule_names(dsp_cfg.malloc_from, from, DSP_MRULE_NAMES, &dropped);
+        nfrom = dsp_mrule_names(dsp_opt_str(DSP_OPT_MALLOC_FROM), from, DSP_MRULE_NAMES, &dropped);
         if (dropped)
             dsp_warn("DSP_MALLOC_FROM: %d name(s) ignored (at most %d names of %d characters)",
                      dropped, DSP_MRULE_NAMES, DSP_MRULE_NAME_LEN - 1);
         resolve_libc_busy();
         g = min ? min : 1;
-        if (dsp_cfg.malloc_from[0] && !nfrom) {
+        if (dsp_opt_str(DSP_OPT_MALLOC_FROM)[0] && !nfrom) {
             dsp_warn("DSP_MALLOC_FROM names no library; malloc hints are off");
             g = SIZE_MAX;
         } else {
             dsp_info("malloc hints on: allocations of %zu bytes and more%s%s", g,
-                     nfrom ? " from " : "", nfrom ? dsp_cfg.malloc_from : "");
+                     nfrom ? " from " : "", nfrom ? dsp_opt_str(DSP_OPT_MALLOC_FROM) : "");
         }
     }
     atomic_store_explicit(&gate, g, memory_order_release); /* never 0: decided */

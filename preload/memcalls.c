@@ -6,6 +6,8 @@
  * out in src/memcalls.c. Outside the arena each is its system call after one
  * compare. Exported unversioned like the other hooks (preload/libdspreload.map). */
 #include "manager.h"
+#include "memcalls.h"
+#include "memlock.h"
 
 #include <stddef.h>
 

@@ -12,6 +12,7 @@
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
+#include "arena.h"
 #include "sys.h"
 
 #include <errno.h>

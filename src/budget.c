@@ -10,6 +10,7 @@
 #include "config.h"
 #include "fmt.h"
 #include "log.h"
+#include "budget.h"
 #include "manager.h"
 #include "node.h"
 #include "stats.h"

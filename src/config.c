@@ -4,6 +4,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -13,10 +14,15 @@
 #define CHOICE_WORD(id, value, word) #word,
 #define CHOICE_FORMS(id)             (&(DSP_CHOICES_##id(CHOICE_FORM))[1])
 #define CHOICE_WORDS(id)             ((const char *const[]){DSP_CHOICES_##id(CHOICE_WORD) NULL})
+#define STR_OFF_VAL(id)              0
+#define STR_OFF_STR(id)              offsetof(struct dsp_config_str, id)
+#define OPTION_DESC(id, type, storage, bytes, secure, def, forms, help)                            \
+    {"DSP_" #id, DSP_T_##type, DSP_##secure, def, forms, help, NULL, STR_OFF_##storage(id), bytes},
 const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT] = {
-#define DSP_OPTION(id, type, def, forms, help) {"DSP_" #id, DSP_T_##type, def, forms, help, NULL},
-#define DSP_CHOICE(id, def, help)                                                                  \
-    {"DSP_" #id, DSP_T_ENUM, def, CHOICE_FORMS(id), help, CHOICE_WORDS(id)},
+#define DSP_OPTION(id, type, secure, def, forms, help)                                             \
+    DSP_ROW_(OPTION_DESC, id, DSP_TYPE_##type, secure, def, forms, help)
+#define DSP_CHOICE(id, secure, def, help)                                                          \
+    {"DSP_" #id, DSP_T_ENUM, DSP_##secure, def, CHOICE_FORMS(id), help, CHOICE_WORDS(id), 0, 0},
 #include "options.h"
 #undef DSP_OPTION
 #undef DSP_CHOICE
@@ -239,13 +245,19 @@ static void set_default(enum dsp_opt_id id, size_t ram) {
     (void)rc; /* defaults are checked by the unit tests */
 }
 
-/* A value that only turns something off: 0 for a switch, the word off or
- * never for a choice or a size. */
+/* A value that only turns something off, of an option that secure execution
+ * honours so (options.h): 0 for a switch, the word off or never for a choice
+ * or a size. */
 static int is_off_switch(const struct dsp_opt_desc *d, const char *value) {
     long long v;
+    if (d->secure != DSP_SECURE_OFF) return 0;
     if (d->type == DSP_T_BOOL) return parse_bool(value, &v) == 0 && v == 0;
-    return (d->type == DSP_T_ENUM || d->type == DSP_T_SIZE) &&
-           (word_eq(value, "off") || word_eq(value, "never"));
+    return word_eq(value, "off") || word_eq(value, "never");
+}
+
+/* A STRING option's buffer. */
+static char *str_of(const struct dsp_opt_desc *d) {
+    return (char *)&dsp_cfg.str + d->str_off;
 }
 
 void dsp_config_load(char *const *env, size_t ram) {
@@ -253,8 +265,10 @@ void dsp_config_load(char *const *env, size_t ram) {
 }
 
 void dsp_config_load_as(char *const *env, size_t ram, int secure) {
-    for (int i = 0; i < DSP_OPT_COUNT; i++) set_default((enum dsp_opt_id)i, ram);
-    dsp_cfg.stats_file[0] = dsp_cfg.malloc_from[0] = dsp_cfg.node_key[0] = 0;
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        set_default((enum dsp_opt_id)i, ram);
+        if (dsp_opt_desc[i].type == DSP_T_STRING) str_of(&dsp_opt_desc[i])[0] = 0;
+    }
     if (!env) return;
     char ignored[256];
     size_t n_ignored = 0;
@@ -285,7 +299,8 @@ void dsp_config_load_as(char *const *env, size_t ram, int secure) {
         /* Secure execution (a setuid or file-capability program, or the
          * library in /etc/ld.so.preload): the environment belongs to a less
          * privileged user, who must not choose files, limits or output for
-         * the privileged process (issue 14). Only off switches are honoured. */
+         * the privileged process (issue 14). Only the off switches of
+         * SECURE_OFF rows are honoured. */
         if (secure && !is_off_switch(d, value)) {
             size_t len = strlen(d->name);
             if (n_ignored + len + 3 < sizeof ignored)
@@ -298,20 +313,13 @@ void dsp_config_load_as(char *const *env, size_t ram, int secure) {
                      d->forms, d->def[0] ? d->def : "(empty)");
             continue;
         }
-        char *str = id == DSP_OPT_STATS_FILE    ? dsp_cfg.stats_file
-                    : id == DSP_OPT_MALLOC_FROM ? dsp_cfg.malloc_from
-                    : id == DSP_OPT_NODE_KEY    ? dsp_cfg.node_key
-                                                : NULL;
-        if (str) {
-            size_t len = strlen(value), cap = id == DSP_OPT_STATS_FILE ? sizeof dsp_cfg.stats_file
-                                              : id == DSP_OPT_MALLOC_FROM
-                                                  ? sizeof dsp_cfg.malloc_from
-                                                  : sizeof dsp_cfg.node_key;
-            if (len >= cap) {
-                dsp_warn("%s is longer than %u bytes; ignored", d->name, (unsigned)cap - 1);
+        if (d->type == DSP_T_STRING) {
+            size_t len = strlen(value);
+            if (len >= d->str_cap) {
+                dsp_warn("%s is longer than %u bytes; ignored", d->name, (unsigned)d->str_cap - 1);
                 continue;
             }
-            memcpy(str, value, len + 1);
+            memcpy(str_of(d), value, len + 1);
         }
     }
     if (n_ignored)

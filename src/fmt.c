@@ -172,6 +172,10 @@ const char *dsp_fmt_bytes(char *buf, size_t cap, unsigned long long bytes) {
     unsigned __int128 div = (unsigned __int128)1 << (10 * u);
     unsigned long long tenths =
         (unsigned long long)(((unsigned __int128)bytes * 10 + div / 2) / div);
+    if (tenths >= 10240 && u < 6) { /* 1 MiB less a byte is 1 MiB, not "1024 KiB" */
+        u++;
+        tenths = 10;
+    }
     if (tenths % 10 == 0)
         dsp_fmt(buf, cap, "%llu %s", tenths / 10, unit[u]);
     else

@@ -1,7 +1,7 @@
 /* The manager: the process's one instance (dsp_mgr), the top of the core.
  * Every file below it (pool, budget, node, pin, shm, arena) is handed the
  * manager as an argument and calls only downwards (docs/design.md, "Where is
- * what"); the layers above (preload/, io/, cuda_pool.c, memcalls.c,
+ * what"); the layers above (preload/, io/, span_kind.c, memcalls.c,
  * memlock.c) reach it through the API here.
  * - Blocks: the public API (dsp_alloc, dsp_free, dsp_is_pinned, ...) and the
  *   layers' API (block.h) over the arena, pool, budget and registry.
@@ -15,16 +15,30 @@
 #include "fmt.h"
 #include "fork.h"
 #include "log.h"
+#include "budget.h"
 #include "manager.h"
+#include "pool.h"
+#include "maps.h"
+#include "shm.h"
+#include "pin.h"
+#include "arena.h"
 #include "node.h"
 #include "plan.h"
 #include "registry.h"
+#include "span_kind.h"
 #include "stats.h"
 #include "sys.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <unistd.h>
+
+/* The hooks of span kind i (1 to DSP_SPAN_KINDS, span_kind.h), NULL while
+ * no layer added it. Kinds take the slots in order: none was added while
+ * the first is empty. */
+static const struct dsp_span_kind *kind_ops(int i) {
+    return __atomic_load_n(&dsp_mgr.kinds[i - 1].ops, __ATOMIC_ACQUIRE);
+}
 
 static void count_live(size_t len, int sign) {
     if (sign > 0) {
@@ -37,8 +51,9 @@ static void count_live(size_t len, int sign) {
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());
 }
 
-/* A freed span: registered ones go to the registered pool (the CUDA layer
- * trims it, being the only one allowed to call the driver); unlocked ones
+/* A freed span: registered ones go to their kind's pool (its layer trims
+ * it, being the only one allowed to call the party that registered it,
+ * span_kind.h); unlocked ones
  * (inherited across fork, or CUDA blocks that were never registered) go
  * straight back; the rest are pooled, the general pool trimmed so that both
  * together stay under DSP_POOL_MAX. A span whose mapping the program
@@ -77,7 +92,7 @@ static void retire(struct dsp_span *s) {
 
 static size_t chunk_for(size_t len, unsigned how) {
     struct dsp_manager *m = &dsp_mgr;
-    if (!m->chunks || (how & DSP_BLK_SERVED) || len > CHUNK_FOR ||
+    if (!m->chunks || DSP_BLK_SERVED_KIND(how) || len > CHUNK_FOR ||
         dsp_pool_idle_bytes(m) + (CHUNK_LEN - len) > dsp_pool_limit(m))
         return len;
     return CHUNK_LEN;
@@ -129,10 +144,10 @@ static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *ou
                                   enum refusal *why) {
     struct dsp_manager *m = &dsp_mgr;
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
-    /* Served memory only from the served (registered) pool, the rest only
-     * from the general one. */
-    struct dsp_span *s =
-        how & DSP_BLK_SERVED ? dsp_pool_get_registered(m, len) : dsp_pool_get(m, len);
+    /* Served memory only from its kind's pool of served (registered)
+     * spans, the rest only from the general one. */
+    int served = DSP_BLK_SERVED_KIND(how);
+    struct dsp_span *s = served ? dsp_pool_get_registered(m, served, len) : dsp_pool_get(m, len);
     if (!s) {
         dsp_stat_add(DSP_ST_pool_misses, 1);
         *why = POOL_MISS;
@@ -191,8 +206,8 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
     if (DSP_PIN_IS_STUCK(rc)) {
         /* Its pages could not be given back (logged): they stay counted
          * where they were reserved, and the span LIVE in no index and not in
-         * the registry, so it is never reused (as an unregister the driver
-         * refused, cuda_pool.c). */
+         * the registry, so it is never reused (as a registration its kind
+         * could not undo, span_kind.h). */
         s->counted = 1;
         s->locked = lock != 0;
         dsp_stat_add(DSP_ST_pin_stuck_bytes, pin);
@@ -275,7 +290,7 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
         *why = PIN_NO_ROOM;
         return NULL;
     }
-    s->served = (how & DSP_BLK_SERVED) != 0;
+    s->served = DSP_BLK_SERVED_KIND(how);
     s->shared = s->served && dsp_shm_ready(m) ? DSP_SHARED_OURS : 0;
     dsp_mgr_unlock();
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
@@ -359,13 +374,14 @@ int dsp_block_at(uintptr_t base, struct dsp_block *out) {
     return dsp_block_holding((const void *)base, out) && out->base == base;
 }
 
-int dsp_block_set_registered(uintptr_t base, unsigned user) {
+int dsp_block_set_registered(uintptr_t base, int kind, unsigned user) {
+    if (kind < 1 || kind > DSP_SPAN_KINDS) return -EINVAL;
     struct dsp_range r;
     dsp_mgr_lock();
     int rc = -EINVAL;
     if (dsp_reg_find(base, &r) && r.base == base && r.kind == DSP_RANGE_BLOCK) {
         struct dsp_span *s = r.owner;
-        s->reg = 1;
+        s->reg = (uint8_t)kind;
         s->user = user & DSP_BLOCKF_USER;
         rc = dsp_reg_set_flags(base, DSP_BLOCKF_REG | s->user);
     }
@@ -399,8 +415,8 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
     dsp_node_poll(m); /* the pooled figure others read before they ask */
     int over = dsp_pool_idle_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
     dsp_mgr_unlock();
-    const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
-    if (reg && layer) layer->freed(base, (size_t)(r.end - r.base));
+    const struct dsp_span_kind *k = reg ? kind_ops(reg) : NULL;
+    if (k) k->freed(base, (size_t)(r.end - r.base));
     return over;
 }
 
@@ -421,15 +437,17 @@ int dsp_block_discard(uintptr_t base) {
 }
 
 void *dsp_block_alloc_room(size_t size, unsigned how, struct dsp_block *out) {
-    if (DSP_UNLIKELY(dsp_reentered())) return fail(ENOMEM); /* a signal handler inside our lock */
-    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
-    if (!layer) return dsp_block_alloc(size, how, out);
-    /* Over budget, blocks the CUDA layer pools can make room (a block once
+    if (DSP_UNLIKELY(dsp_reentered())) return fail(ENOMEM);   /* a signal handler inside our lock */
+    if (!kind_ops(1)) return dsp_block_alloc(size, how, out); /* no kind (span_kind.c) */
+    /* Over budget, blocks a span kind pools can make room (a block once
      * registered on demand and freed sits in its pool). Only a budget
      * refusal (ENOMEM) empties that pool, not any failure. */
     void *p = dsp_block_alloc(size, how | DSP_BLK_RETRY, out);
     if (!p && errno == ENOMEM && size <= DSP_USER_VA_END) {
-        layer->make_room(dsp_align_up(size, DSP_PAGE));
+        for (int i = 1; i <= DSP_SPAN_KINDS; i++) {
+            const struct dsp_span_kind *k = kind_ops(i);
+            if (k && k->make_room(dsp_align_up(size, DSP_PAGE))) break;
+        }
         p = dsp_block_alloc(size, how, out);
     }
     return p;
@@ -448,8 +466,10 @@ DSP_API int dsp_free(void *ptr) {
     }
     int rc = dsp_block_free((uintptr_t)ptr);
     if (rc < 0) return errno = -rc, -1;
-    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
-    if (rc && layer) layer->over_limit();
+    for (int i = 1; rc && i <= DSP_SPAN_KINDS; i++) {
+        const struct dsp_span_kind *k = kind_ops(i);
+        if (k) k->over_limit();
+    }
     return 0;
 }
 
@@ -496,8 +516,10 @@ size_t dsp_trim_unregistered(void) {
 DSP_API size_t dsp_trim(void) {
     if (!dsp_ensure_init()) return 0;
     size_t n = dsp_trim_unregistered();
-    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
-    if (layer) n += layer->trim();
+    for (int i = 1; i <= DSP_SPAN_KINDS; i++) {
+        const struct dsp_span_kind *k = kind_ops(i);
+        if (k) n += k->trim();
+    }
     return n;
 }
 
@@ -575,21 +597,27 @@ static size_t release_pool(struct dsp_manager *m) {
     return dsp_pool_release_until(m, 0);
 }
 /* A yield request, from the node's timer thread: what dsp_trim gives back,
- * the registered pool only as far as the layer's yield hook may (block.h). */
+ * the kinds' registered pools only as far as their yield hooks may
+ * (span_kind.h). */
 static size_t node_trim(void) {
     size_t n = dsp_trim_unregistered();
-    const struct dsp_layer_ops *layer = __atomic_load_n(&dsp_mgr.layer, __ATOMIC_ACQUIRE);
-    if (layer && layer->yield) n += layer->yield();
+    for (int i = 1; i <= DSP_SPAN_KINDS; i++) {
+        const struct dsp_span_kind *k = kind_ops(i);
+        if (k && k->yield) n += k->yield();
+    }
     return n;
 }
-/* The pooled figure others ask for: the registered pool only where the
- * layer's yield can give it back (a driver-API process's spans, or before a
+/* The pooled figure others ask for: a kind's registered pool only where
+ * its yield can give it back (a driver-API process's spans, or before a
  * device is known, stay: offering them would make every refusal elsewhere
  * wait DSP_NODE_WAIT for nothing). */
 static size_t yieldable(struct dsp_manager *m) {
-    const struct dsp_layer_ops *layer = __atomic_load_n(&m->layer, __ATOMIC_ACQUIRE);
-    int reg = layer && layer->can_yield && layer->can_yield();
-    return m->cached.bytes + m->kept + (reg ? dsp_pool_registered_bytes(m) : 0);
+    size_t n = m->cached.bytes + m->kept;
+    for (int i = 1; i <= DSP_SPAN_KINDS; i++) {
+        const struct dsp_span_kind *k = kind_ops(i);
+        if (k && k->can_yield && k->can_yield()) n += dsp_pool_kind_bytes(m, i);
+    }
+    return n;
 }
 static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable};
 

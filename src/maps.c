@@ -16,8 +16,9 @@
  * a storm of refused pins does not recount each time. Everything here runs
  * under the manager's mutex. */
 #include "log.h"
-#include "sys.h"
 #include "manager.h"
+#include "sys.h"
+#include "maps.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -24,6 +24,8 @@
 #include "internal.h"
 #include "log.h"
 #include "manager.h"
+#include "pin.h"
+#include "memcalls.h"
 #include "registry.h"
 
 #include <errno.h>

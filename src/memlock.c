@@ -17,6 +17,10 @@
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
+#include "pool.h"
+#include "memcalls.h"
+#include "arena.h"
+#include "memlock.h"
 
 #include <errno.h>
 #include <sys/mman.h>

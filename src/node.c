@@ -1,6 +1,7 @@
 /* This process in the node ledger (node.h, ledger.h). All of it runs under
  * the manager's mutex except the wait, the timer thread and the lock-free
  * reads, so the connection needs no lock of its own. */
+#include "manager.h"
 #include "node.h"
 
 #include "cgroup.h"
@@ -9,7 +10,6 @@
 #include "fmt.h"
 #include "ledger.h"
 #include "log.h"
-#include "manager.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -114,8 +114,8 @@ void dsp_node_plan(const struct dsp_machine *mc, struct dsp_node_plan *p) {
     dsp_budget_plan(mc, &b);
     p->cap = p->explicit_cap ? opt : b.auto_cap;
     p->why = p->explicit_cap ? "DSP_NODE_MAX_PINNED" : b.auto_why;
-    if (dsp_cfg.node_key[0])
-        dsp_fmt(p->key, sizeof p->key, "key:%s", dsp_cfg.node_key);
+    if (dsp_opt_str(DSP_OPT_NODE_KEY)[0])
+        dsp_fmt(p->key, sizeof p->key, "key:%s", dsp_opt_str(DSP_OPT_NODE_KEY));
     else
         dsp_node_default_key(mc, p->key, sizeof p->key);
     dsp_ledger_path(p->path, sizeof p->path, "/dev/shm", (unsigned)geteuid(), p->key);

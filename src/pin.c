@@ -4,6 +4,10 @@
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
+#include "maps.h"
+#include "shm.h"
+#include "arena.h"
+#include "pin.h"
 #include "stats.h"
 #include "sys.h"
 

@@ -2,15 +2,20 @@
  * later allocations (split when larger than asked). Neighbouring cached spans
  * coalesce, so a freed 1 GiB block can later serve two 512 MiB ones and back.
  *
- * Spans registered with the CUDA driver are pooled apart (cuda_cached): a
- * registration can only be undone at its exact base, so they are never split
- * or merged, and only the CUDA layer reuses or releases them (it alone may
- * call the driver). Only served spans (DSP_BLK_SERVED: shared memory, as the
- * driver's) are reused, by served allocations; the rest (a hinted or
- * dsp_alloc block the program registered) wait in cuda_private for eviction,
- * since handing private memory to cudaHostAlloc would make its forks copy
- * (issue 13). */
+ * Spans a registered span kind registered (span_kind.h: the CUDA layer's,
+ * with the driver) are pooled apart, by kind: a registration can only be
+ * undone at its exact base, so they are never split or merged, and only
+ * the kind's layer reuses or releases them (it alone may call the party
+ * that registered them). Only served spans (DSP_BLK_SERVED: shared memory,
+ * as the driver's) are reused, by the kind's served allocations (`reuse`);
+ * the rest (a hinted or dsp_alloc block the program registered) wait in
+ * `held` for eviction, since handing private memory to cudaHostAlloc would
+ * make its forks copy (issue 13). */
+#include "budget.h"
 #include "manager.h"
+#include "pin.h"
+#include "arena.h"
+#include "pool.h"
 #include "node.h"
 #include "stats.h"
 
@@ -35,12 +40,14 @@ struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len) {
     return s;
 }
 
-/* A registered span of at least len bytes and at most a quarter more (the
- * rest of it is idle while the block lives), or NULL. */
-struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, size_t len) {
-    struct dsp_span *s = dsp_bins_find(&m->cuda_cached, len);
+/* At most a quarter more: the rest of the span is idle while the block
+ * lives. */
+struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, int kind, size_t len) {
+    if (kind < 1 || kind > DSP_SPAN_KINDS) return NULL;
+    struct dsp_bins *b = &m->kinds[kind - 1].reuse;
+    struct dsp_span *s = dsp_bins_find(b, len);
     if (!s || s->len - len > len / 4) return NULL;
-    dsp_bins_remove(&m->cuda_cached, s);
+    dsp_bins_remove(b, s);
     s->state = DSP_SPAN_LIVE;
     publish(m);
     return s;
@@ -48,11 +55,19 @@ struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, size_t len) {
 
 struct dsp_bins *dsp_pool_bins(struct dsp_manager *m, const struct dsp_span *s) {
     if (!s->reg) return &m->cached;
-    return s->served ? &m->cuda_cached : &m->cuda_private;
+    struct dsp_kind_pool *k = &m->kinds[s->reg - 1];
+    return s->served == s->reg ? &k->reuse : &k->held;
+}
+
+size_t dsp_pool_kind_bytes(struct dsp_manager *m, int kind) {
+    const struct dsp_kind_pool *k = &m->kinds[kind - 1];
+    return k->reuse.bytes + k->held.bytes;
 }
 
 size_t dsp_pool_registered_bytes(struct dsp_manager *m) {
-    return m->cuda_cached.bytes + m->cuda_private.bytes;
+    size_t n = 0;
+    for (int kind = 1; kind <= DSP_SPAN_KINDS; kind++) n += dsp_pool_kind_bytes(m, kind);
+    return n;
 }
 
 static int mergeable(const struct dsp_span *a, const struct dsp_span *b) {
@@ -188,18 +203,19 @@ void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock) {
     if (excess) dsp_pool_release_until(m, m->cached.bytes - excess);
 }
 
-/* Takes up to max registered pooled spans, those no allocation reuses first,
- * then the largest, while the CUDA pools hold more than keep bytes: the caller unregisters each
- * (outside the lock) and then hands it to dsp_span_release. They are LIVE meanwhile, in no index
- * and not in the registry, so nothing else touches them. synced_only: only spans that need no
- * device wait (freed by a call that waited, as cudaFreeHost); the others are set aside and stay
+/* Takes up to max of kind's pooled spans, those no allocation reuses first,
+ * then the largest, while kind's pool holds more than keep bytes: the caller undoes each
+ * registration (outside the lock) and then hands it to dsp_span_release. They are LIVE meanwhile,
+ * in no index and not in the registry, so nothing else touches them. synced_only: only spans that
+ * need no wait (freed by a call that waited, as cudaFreeHost); the others are set aside and stay
  * pooled. */
-size_t dsp_pool_evict_registered(struct dsp_manager *m, size_t keep, struct dsp_span **out,
-                                 size_t max, int synced_only) {
+size_t dsp_pool_evict_registered(struct dsp_manager *m, int kind, size_t keep,
+                                 struct dsp_span **out, size_t max, int synced_only) {
     size_t n = 0;
     struct dsp_span *kept = NULL;
-    while (n < max && dsp_pool_registered_bytes(m) > keep) {
-        struct dsp_bins *b = m->cuda_private.bytes ? &m->cuda_private : &m->cuda_cached;
+    struct dsp_kind_pool *k = &m->kinds[kind - 1];
+    while (n < max && dsp_pool_kind_bytes(m, kind) > keep) {
+        struct dsp_bins *b = k->held.bytes ? &k->held : &k->reuse;
         struct dsp_span *s = dsp_bins_largest(b);
         dsp_bins_remove(b, s);
         if (synced_only && s->unsynced) {

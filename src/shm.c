@@ -19,6 +19,7 @@
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
+#include "shm.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -32,12 +32,12 @@ struct dsp_span {
     uint8_t locked;   /* mlock'ed in this process */
     uint8_t huge;     /* MADV_HUGEPAGE asked for */
     uint8_t counted;  /* in the budget's pinned bytes (not after a fork) */
-    uint8_t reg;      /* registered with the CUDA driver as exactly [base, base+len) */
+    uint8_t reg;      /* the span kind that registered exactly [base, base+len), 0: none */
     uint8_t taint;    /* DSP_TAINT_*: the program changed the mapping (memcalls.c) */
-    uint8_t unsynced; /* registered, freed with no device wait: a copy may still use it */
-    uint8_t served;   /* a CUDA layer's pinned allocation: its pool reuses it (pool.c) */
+    uint8_t unsynced; /* registered, freed with no wait: a copy may still use it */
+    uint8_t served;   /* the kind whose served allocation it is: its pool reuses it (pool.c) */
     uint8_t shared;   /* DSP_SHARED_*: mapped from the manager's memfd (pin.c) */
-    uint32_t user;    /* the owning layer's data (CUDA: the flags asked for) */
+    uint32_t user;    /* the owning layer's bits (preload/block_bits.h) */
     size_t block;     /* live: the caller's block length (<= len) */
 };
 

@@ -251,11 +251,11 @@ static int active(void) {
 }
 
 int dsp_stats_due_at_exit(void) {
-    return active() && (dsp_opt(DSP_OPT_STATS) || dsp_cfg.stats_file[0]);
+    return active() && (dsp_opt(DSP_OPT_STATS) || dsp_opt_str(DSP_OPT_STATS_FILE)[0]);
 }
 
 void dsp_stats_at_exit(void) {
     if (!active()) return;
     if (dsp_opt(DSP_OPT_STATS)) print_summary();
-    if (dsp_cfg.stats_file[0]) write_file(dsp_cfg.stats_file);
+    if (dsp_opt_str(DSP_OPT_STATS_FILE)[0]) write_file(dsp_opt_str(DSP_OPT_STATS_FILE));
 }

@@ -1,7 +1,7 @@
+#include "manager.h"
 #include "symbols.h"
 
 #include "config.h"
-#include "manager.h"
 
 #include <dlfcn.h>
 #include <elf.h>

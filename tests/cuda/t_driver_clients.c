@@ -9,6 +9,7 @@
  * cuMemHostAlloc, and registrations of the program's own memory still do.
  * The program is not linked against libcuda unless linked. */
 #include "cuda_test.h"
+#include "interposed.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -119,22 +120,9 @@ static void by_dlsym(void) {
     CHECK(stat_of("dlsym_hooked") >= 8, "%lld", stat_of("dlsym_hooked"));
     /* Not served: the library's own. */
     CHECK(dlsym(h, "cuInit") != dlsym(RTLD_DEFAULT, "cuInit"));
-    /* Every served driver name (the hook's table is searched by bsearch: a
-     * name out of order would be missed). */
-    static const char *const served[] = {"cuGetProcAddress",
-                                         "cuGetProcAddress_v2",
-                                         "cuMemAllocHost",
-                                         "cuMemAllocHost_v2",
-                                         "cuMemFreeHost",
-                                         "cuMemHostAlloc",
-                                         "cuMemHostGetDevicePointer",
-                                         "cuMemHostGetDevicePointer_v2",
-                                         "cuMemHostGetFlags",
-                                         "cuMemHostRegister",
-                                         "cuMemHostRegister_v2",
-                                         "cuMemHostUnregister",
-                                         "cuPointerGetAttribute",
-                                         "cuPointerGetAttributes"};
+    /* Every served driver name, from the table of interposed functions. */
+#define DSP_HOOK_ENTRY(lib, name) #name,
+    static const char *const served[] = {DSP_HOOKS_OF(driver)};
     for (size_t i = 0; i < sizeof served / sizeof *served; i++)
         CHECK(dlsym(h, served[i]) == shim(served[i]), "%s", served[i]);
 }

@@ -6,6 +6,7 @@
  * the version asked for. */
 #include "cuda_test.h"
 #include "fake_cuda.h"
+#include "interposed.h"
 
 #include <stdint.h>
 
@@ -44,20 +45,12 @@ int main(void) {
         CHECK(fakecu_count("cuMemHostAlloc") == 2 && fakecu_kind(p) == 0);
     }
 
-    /* Every served runtime name, on the runtime's handle. */
+    /* Every served runtime name (the table of interposed functions), on the runtime's handle. */
     void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
     if (!rt) rt = dlopen("libcudart.so.12", RTLD_NOW | RTLD_NOLOAD);
     CHECK(rt);
-    static const char *const names[] = {"cudaFreeHost",
-                                        "cudaGetDriverEntryPoint",
-                                        "cudaGetDriverEntryPointByVersion",
-                                        "cudaHostAlloc",
-                                        "cudaHostGetDevicePointer",
-                                        "cudaHostGetFlags",
-                                        "cudaHostRegister",
-                                        "cudaHostUnregister",
-                                        "cudaMallocHost",
-                                        "cudaPointerGetAttributes"};
+#define DSP_HOOK_ENTRY(lib, name) #name,
+    static const char *const names[] = {DSP_HOOKS_OF(runtime)};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         void *fn = dlsym(rt, names[i]);
         CHECK(fn && (!shimmed || fn == shim(names[i])), "%s", names[i]);

@@ -9,6 +9,7 @@
  * (DSP_CUFILE=off): the cuFile lookups give the library's own functions and
  * cuFile does the work. */
 #include "cufile_test.h"
+#include "interposed.h"
 
 #include <dlfcn.h>
 
@@ -36,10 +37,9 @@ int main(int argc, char **argv) {
 
     CHECK((file_read == (void *)dlsym(RTLD_DEFAULT, "cuFileRead")) == !off,
           "the shim's hook, or with off the library's own function");
-    static const char *const names[] = {
-        "cuFileBufDeregister",  "cuFileBufRegister", "cuFileDriverClose",
-        "cuFileDriverClose_v2", "cuFileDriverOpen",  "cuFileHandleDeregister",
-        "cuFileHandleRegister", "cuFileRead",        "cuFileWrite"};
+    /* Every cuFile hook, from the table of interposed functions. */
+#define DSP_HOOK_ENTRY(lib, name) #name,
+    static const char *const names[] = {DSP_HOOKS_OF(cufile)};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         CHECK((dlsym(h, names[i]) == dlsym(RTLD_DEFAULT, names[i])) == !off, "%s", names[i]);
     if (!off) {

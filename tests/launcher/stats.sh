@@ -11,5 +11,9 @@ out=$("$cmd" stats "$dir"/*.json) || fail "stats: $out"
 echo "$out" | grep -qE '^total +[0-9.]+ [KMG]iB +6 +3 +9 ' || fail "totals: $out"
 echo '{"not":"ours"}' > "$dir/bad.json"
 "$cmd" stats "$dir/bad.json" >/dev/null 2>&1; [ $? -eq 1 ] || fail "a foreign file must fail"
+# Totals of no file read would read as a process that did nothing.
+out=$("$cmd" stats "$dir/bad.json" 2>/dev/null)
+echo "$out" | grep -q '^total' && fail "totals of no file read: $out"
+echo "$out" | grep -q '^no stats file read' || fail "no word that nothing was read: $out"
 rm -rf "$dir"
 echo "PASS"

@@ -10,6 +10,7 @@
  * a served allocation that reuses the span. The stale free must leave that
  * block alone. */
 #include "block.h"
+#include "block_bits.h"
 #include "manager.h"
 #include "registry.h"
 

@@ -4,8 +4,10 @@
 # unversioned (a version node of our own
 # would stop interposition); the libaio hooks carry exactly libaio's versions,
 # the 0.1 forms included (docs/internals.md, "Symbol versions and
-# interposition").
+# interposition"). The CUDA and cuFile exports are exactly the hooks of the
+# table of interposed functions (preload/interposed.h), which $2 lists.
 lib=$1
+hooks=$2
 syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v "^$")
 mallocs='malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size'
 # The program's own memory calls (preload/memcalls.c), unversioned like malloc.
@@ -32,6 +34,16 @@ for sym in $mallocs $memcalls $lookups $sigcalls $fdcalls cudaHostAlloc cudaFree
     io_destroy@@LIBAIO_0.4 io_pgetevents@@LIBAIO_0.5; do
   echo "$syms" | grep -q -x "$sym" || { echo "missing or wrongly versioned export: $sym"; exit 1; }
 done
+if [ -n "$hooks" ]; then
+  table=$("$hooks" names | sort) || { echo "$hooks names failed"; exit 1; }
+  exported=$(echo "$syms" | grep "^cu" | sort)
+  if [ "$table" != "$exported" ]; then
+    echo "CUDA and cuFile exports differ from preload/interposed.h's hooks:"
+    echo "hooks not exported:" $(echo "$table" | grep -vxF "$exported")
+    echo "exports not in the table:" $(echo "$exported" | grep -vxF "$table")
+    exit 1
+  fi
+fi
 if objdump -T "$lib" | grep -E ' (dsp_|cu|dlv?sym$)' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned dsp_/CUDA/cuFile/dlsym symbols"; exit 1; fi
 if objdump -T "$lib" | grep -E ' (malloc|free|calloc|realloc|mlockall|mlock|mlock2|munlock|munlockall|mprotect|madvise)$' | grep -v ' UND \| \*UND\* ' | grep -v 'Base'; then echo "versioned malloc family or memory calls"; exit 1; fi
 echo "exports ok"

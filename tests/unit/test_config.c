@@ -4,6 +4,7 @@
 
 #include "harness.h"
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define RAM ((size_t)16 << 30)
@@ -119,7 +120,7 @@ Test(config, closest_name_needs_a_near_miss) {
 Test(config, stats_file_is_kept_verbatim) {
     char *env[] = {"DSP_STATS_FILE=/tmp/dsp.%p.json", NULL};
     dsp_config_load(env, RAM);
-    cr_assert_str_eq(dsp_cfg.stats_file, "/tmp/dsp.%p.json");
+    cr_assert_str_eq(dsp_opt_str(DSP_OPT_STATS_FILE), "/tmp/dsp.%p.json");
 }
 
 /* Secure execution (AT_SECURE): a less privileged user's environment must not
@@ -137,7 +138,7 @@ Test(config, secure_execution_honours_only_off_switches) {
     log_capture_start();
     dsp_config_load_as(env, RAM, 1);
     const char *out = log_capture_collect();
-    cr_assert_str_eq(dsp_cfg.stats_file, "");
+    cr_assert_str_eq(dsp_opt_str(DSP_OPT_STATS_FILE), "");
     cr_assert_eq(dsp_opt(DSP_OPT_MAX_PINNED), (long long)DSP_SIZE_AUTO);
     cr_assert_eq(dsp_opt(DSP_OPT_LOG), DSP_LOG_WARN);
     cr_assert_eq(dsp_opt(DSP_OPT_MALLOC_MIN), (long long)DSP_SIZE_AUTO); /* off */
@@ -150,7 +151,8 @@ Test(config, secure_execution_honours_only_off_switches) {
               "%s", out);
     cr_assert_eq(strchr(out, '\n'), out + strlen(out) - 1, "one line: %s", out);
     dsp_config_load_as(env, RAM, 0);
-    cr_assert_str_eq(dsp_cfg.stats_file, "/etc/passwd", "without AT_SECURE all are honoured");
+    cr_assert_str_eq(dsp_opt_str(DSP_OPT_STATS_FILE), "/etc/passwd",
+                     "without AT_SECURE all are honoured");
 }
 
 Test(config, stats_file_mode_is_octal_permission_bits) {
@@ -183,9 +185,86 @@ Test(config, node_options_and_their_off_switches) {
     const char *out = log_capture_collect();
     cr_assert_eq(dsp_opt(DSP_OPT_NODE), DSP_NODE_OFF);
     cr_assert_eq(dsp_opt(DSP_OPT_NODE_MAX_PINNED), (long long)DSP_SIZE_OFF);
-    cr_assert_str_eq(dsp_cfg.node_key, "", "a setuid program's ledger is not the user's choice");
+    cr_assert_str_eq(dsp_opt_str(DSP_OPT_NODE_KEY), "",
+                     "a setuid program's ledger is not the user's choice");
     cr_assert_eq(dsp_opt(DSP_OPT_NODE_WAIT), 300);
     cr_assert(strstr(out, "DSP_NODE_KEY, DSP_NODE_WAIT ignored"), "%s", out);
     dsp_config_load_as(env, RAM, 0);
-    cr_assert_str_eq(dsp_cfg.node_key, "theirs");
+    cr_assert_str_eq(dsp_opt_str(DSP_OPT_NODE_KEY), "theirs");
+}
+
+/* Issue 32: a row declares what secure execution honours; a SECURE_IGNORED row
+ * takes not even its off words, whatever its type. */
+Test(config, secure_ignored_rows_take_no_off_switch) {
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        const struct dsp_opt_desc *d = &dsp_opt_desc[i];
+        if (d->secure != DSP_SECURE_IGNORED) continue;
+        for (int w = 0; w < 3; w++) {
+            char kv[96];
+            snprintf(kv, sizeof kv, "%s=%s", d->name, (const char *[]){"0", "off", "never"}[w]);
+            char *env[] = {kv, NULL};
+            log_capture_start();
+            dsp_config_load_as(env, RAM, 1);
+            const char *out = log_capture_collect();
+            cr_assert(strstr(out, "secure execution") && strstr(out, d->name), "%s: %s", kv, out);
+        }
+    }
+}
+
+/* Issue 32: a STRING row's buffer is its declared size: a value that fills it
+ * (NUL included) is kept whole, one byte more is ignored, never cut. */
+Test(config, string_rows_hold_their_declared_bytes) {
+    static char kv[8192];
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        const struct dsp_opt_desc *d = &dsp_opt_desc[i];
+        if (d->type != DSP_T_STRING) continue;
+        cr_assert(d->str_cap > 1 && d->str_cap < sizeof kv - 64, "%s", d->name);
+        for (size_t extra = 0; extra < 2; extra++) {
+            size_t n = (size_t)snprintf(kv, sizeof kv, "%s=", d->name),
+                   len = d->str_cap - 1 + extra;
+            memset(kv + n, 'k', len);
+            kv[n + len] = 0;
+            char *env[] = {kv, NULL};
+            log_capture_start();
+            dsp_config_load_as(env, RAM, 0);
+            const char *out = log_capture_collect();
+            const char *v = dsp_opt_str((enum dsp_opt_id)i);
+            if (extra) {
+                cr_assert_str_eq(v, "", "%s: %s", d->name, out);
+                cr_assert(strstr(out, "ignored"), "%s: %s", d->name, out);
+            } else {
+                cr_assert_eq(strlen(v), len, "%s", d->name);
+            }
+        }
+    }
+    cr_assert_eq(DSP_NODE_KEY_MAX, dsp_opt_desc[DSP_OPT_NODE_KEY].str_cap);
+}
+
+/* Issue 32: a SECURE_OFF row takes its off word under secure execution (what
+ * docs/configuration.md, "Secure execution", lists from the same rows), and
+ * no other value. */
+Test(config, secure_off_rows_honour_their_off_word_only) {
+    int honoured = 0;
+    for (int i = 0; i < DSP_OPT_COUNT; i++) {
+        const struct dsp_opt_desc *d = &dsp_opt_desc[i];
+        if (d->secure != DSP_SECURE_OFF) continue;
+        const char *word = d->type == DSP_T_BOOL ? "0" : "off";
+        long long off;
+        if (dsp_config_parse((enum dsp_opt_id)i, word, RAM, &off) != 0) word = "never";
+        if (dsp_config_parse((enum dsp_opt_id)i, word, RAM, &off) != 0) continue;
+        char kv[96];
+        snprintf(kv, sizeof kv, "%s=%s", d->name, word);
+        char *env[] = {kv, NULL};
+        dsp_config_load_as(env, RAM, 1);
+        cr_assert_eq(dsp_opt((enum dsp_opt_id)i), off, "%s", kv);
+        snprintf(kv, sizeof kv, "%s=%s", d->name, d->type == DSP_T_BOOL ? "1" : "64M");
+        log_capture_start();
+        dsp_config_load_as(env, RAM, 1);
+        const char *out = log_capture_collect();
+        cr_assert(strstr(out, "secure execution") && strstr(out, d->name), "%s: %s", kv, out);
+        honoured++;
+    }
+    cr_assert_eq(honoured, 8,
+                 "DSP_STATS, NODE, NODE_MAX_PINNED, HUGEPAGES, CUDA, AIO_BOUNCE, "
+                 "CUFILE, MALLOC_MIN");
 }

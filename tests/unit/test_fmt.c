@@ -41,3 +41,15 @@ Test(fmt, bytes_are_human_readable) {
     cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, 1023), "1023 B");
     cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, 1024), "1 KiB");
 }
+
+/* Rounded to tenths, a count just below the next unit read "1024 KiB"
+ * (issue 31: sizes printed in a unit that is not human-sized). */
+Test(fmt, bytes_just_below_a_unit_round_into_it_not_to_1024) {
+    char buf[32];
+    cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, (1ull << 20) - 1), "1 MiB");
+    cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, (1ull << 30) - 1), "1 GiB");
+    cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, (1ull << 20) - 52), "1023.9 KiB");
+    cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, 18446744073709551615ull), "16 EiB");
+    cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, (1ull << 60) - 1), "1 EiB");
+    cr_assert_str_eq(dsp_fmt_bytes(buf, sizeof buf, 0), "0 B");
+}

@@ -86,7 +86,7 @@ Test(malloc_rules, config_min_is_off_unless_set) {
     cr_assert_eq(v, 1 << 28);
     char *env[] = {"DSP_MALLOC_FROM=libfoo,libbar", NULL};
     dsp_config_load(env, 1 << 30);
-    cr_assert_str_eq(dsp_cfg.malloc_from, "libfoo,libbar");
+    cr_assert_str_eq(dsp_opt_str(DSP_OPT_MALLOC_FROM), "libfoo,libbar");
     cr_assert_eq(dsp_opt(DSP_OPT_MALLOC_MIN), (long long)DSP_SIZE_AUTO);
 }
 

@@ -3,6 +3,7 @@
  * its neighbour; about 65,500 live blocks exhausted vm.max_map_count and broke
  * the whole process (malloc, mmap, pthread_create, dlopen), for good. */
 #include "manager.h"
+#include "maps.h"
 #include "helpers.h"
 
 #include "harness.h"

@@ -2,6 +2,7 @@
  * t_memcalls.c runs them under LD_PRELOAD in the plain build): here in all
  * three builds, on dsp_alloc blocks. */
 #include "manager.h"
+#include "memcalls.h"
 #include "helpers.h"
 
 #include "harness.h"
