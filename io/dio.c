@@ -73,7 +73,7 @@ static _Atomic uint64_t gen = 1;
  * with release after the membarrier) makes the membarrier itself.
  *
  * Where membarrier is refused (ENOSYS, EPERM under a seccomp profile), the
- * query's side keeps its seq_cst fence and a forget racing that very first
+ * query's side keeps its full barrier and a forget racing that very first
  * store relies on the ordering its system call makes (close, for one, drops
  * the file's count with a fully ordered atomic after the fd table changes). A stale answer costs at
  * most what the program gets without the shim: a misaligned request the kernel refuses
@@ -92,15 +92,15 @@ void dsp_dio_forget(void) {
 
 /* Before a query keeps its first answer: every forget from now on bumps. */
 static void start_bumping(void) {
-    atomic_store_explicit(&bumping, 1, memory_order_relaxed);
+    /* A seq_cst exchange: the query side's full barrier, whatever membarrier
+     * answers (and no fence TSan cannot model, gcc -Wtsan). */
+    atomic_exchange_explicit(&bumping, 1, memory_order_seq_cst);
     int e = errno;
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0 ||
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
         dsp_debug("libaio: membarrier is refused (%s): the fd cache's first answer is ordered "
-                  "by a fence on its side only",
+                  "by a barrier on its side only",
                   dsp_errname(errno));
-        atomic_thread_fence(memory_order_seq_cst);
-    }
     errno = e;
     atomic_store_explicit(&ready, 1, memory_order_release);
 }
