@@ -8,12 +8,8 @@
 
 #include "syscall_window.h"
 
-#include <linux/filter.h>
 #include <linux/membarrier.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 
 static const char *disk = "/tmp"; /* ext4: 512-byte DIO alignment */
@@ -197,16 +193,7 @@ Test(aio_fdcache, fd_reopened_with_the_other_flag_by_another_thread_is_asked_aga
  * EPERM), the cache still forgets: the first answer kept turns forgetting on
  * with a barrier on its own side. */
 Test(aio_fdcache, membarrier_refused_still_forgets_a_reopened_fd) {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof f / sizeof *f, f};
-    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0, "seccomp: %s",
-                 strerror(errno));
+    refuse_syscall(SYS_membarrier);
     cr_assert_eq(syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0), -1);
     reopened_by_another_thread();
 }
