@@ -29,6 +29,7 @@
 #include "bounce.h"
 #include "dio.h"
 #include "guard.h"
+#include "sigmask.h"
 
 #include <errno.h>
 #include <linux/aio_abi.h>
@@ -302,10 +303,9 @@ DSP_API int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event
 DSP_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
                           struct timespec *ts, sigset_t *mask) {
     ensure_ready();
-    /* A handler that runs meanwhile has mask: io/guard.h. */
-    int t = dsp_sigcalls_temp_begin(mask);
-    int r = real.pgetevents(ctx, min_nr, nr, ev, ts, mask);
-    dsp_sigcalls_temp_end(t);
+    /* A handler that runs meanwhile has mask: io/sigmask.h. */
+    int r = DSP_SIGMASK_AROUND(dsp_sigmask_temp(mask), int,
+                               real.pgetevents(ctx, min_nr, nr, ev, ts, mask), DSP_SIGMASK_NEVER);
     finish(ev, r);
     return r;
 }

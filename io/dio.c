@@ -1,11 +1,18 @@
 #include "dio.h"
 
+#include "errname.h"
+#include "internal.h"
+#include "log.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/membarrier.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static int pow2(uint32_t v) {
     return v && (v & (v - 1)) == 0;
@@ -41,22 +48,61 @@ int dsp_dio_is_direct(int fd) {
 int dsp_dio_cache_on;
 static _Atomic uint64_t slot[DSP_DIO_CACHE_FDS];
 static _Atomic uint64_t gen = 1;
-/* Set before the first query: dsp_dio_forget skips the bump (an atomic
- * add on a shared line at every close of every process) until then. */
-static _Atomic int used;
 #define GEN_MASK (((uint64_t)1 << 48) - 1)
+
+/* Forgetting costs nothing in a process whose cache never kept an answer: a
+ * compiler barrier and one relaxed load of `bumping` in every open, close
+ * and dup of every process (issue 29's review: a seq_cst fence there cost
+ * every process, for the few that use the cache).
+ *
+ * The first query sets `bumping` before it reads the generation. It is a
+ * Dekker pairing: forget [the call that changed the fd (E); load bumping]
+ * against the first query [store bumping; read gen; ask the kernel]. At least
+ * one side must see the other's store: either the forget bumps (and the
+ * query's word is stale, or the query saw the bump and E with it), or the
+ * query's question comes after E. A seq_cst fence on both sides gives that;
+ * here the forget side's fence is the query's membarrier
+ * (MEMBARRIER_CMD_PRIVATE_EXPEDITED, once): every other running thread of the
+ * process passes, while it runs, a point where its memory accesses are in
+ * program order (a full barrier there). A forget whose load comes after that
+ * point sees `bumping` (stored before the membarrier); one whose load comes
+ * before it had E before it too (the compiler barrier keeps E first), and E
+ * is seen by every access the query makes after the membarrier returns. A
+ * thread not running then is such a point already; one started later sees
+ * `bumping`. A query in another thread that has not seen `ready` (stored
+ * with release after the membarrier) makes the membarrier itself.
+ *
+ * Where membarrier is refused (ENOSYS, EPERM under a seccomp profile), the
+ * query's side keeps its full barrier and a forget racing that very first
+ * store relies on the ordering its system call makes (close, for one, drops
+ * the file's count with a fully ordered atomic after the fd table changes). A stale answer costs at
+ * most what the program gets without the shim: a misaligned request the kernel refuses
+ * (-EINVAL), or a bounce that was not needed. */
+static _Atomic int bumping, ready;
 
 static int log2u(uint32_t v) {
     return 31 - __builtin_clz(v);
 }
 
 void dsp_dio_forget(void) {
-    /* With the query's store of `used` and its read of `gen` (both seq_cst):
-     * either the bump is seen, or the query comes after the call that made
-     * it necessary and sees its effect. */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&used, memory_order_relaxed))
+    atomic_signal_fence(memory_order_seq_cst); /* E, the hooked call, stays first */
+    if (DSP_UNLIKELY(atomic_load_explicit(&bumping, memory_order_relaxed)))
         atomic_fetch_add_explicit(&gen, 1, memory_order_seq_cst);
+}
+
+/* Before a query keeps its first answer: every forget from now on bumps. */
+static void start_bumping(void) {
+    /* A seq_cst exchange: the query side's full barrier, whatever membarrier
+     * answers (and no fence TSan cannot model, gcc -Wtsan). */
+    atomic_exchange_explicit(&bumping, 1, memory_order_seq_cst);
+    int e = errno;
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0 ||
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        dsp_debug("libaio: membarrier is refused (%s): the fd cache's first answer is ordered "
+                  "by a barrier on its side only",
+                  dsp_errname(errno));
+    errno = e;
+    atomic_store_explicit(&ready, 1, memory_order_release);
 }
 
 static int query(int fd, struct dsp_dio_align *a) {
@@ -90,7 +136,7 @@ int dsp_dio_cached(int fd, struct dsp_dio_align *a) {
         a->off = 1u << ((w >> 11) & 31);
         return (w >> 1) & 1;
     }
-    if (!atomic_load_explicit(&used, memory_order_relaxed)) atomic_store(&used, 1);
+    if (DSP_UNLIKELY(!atomic_load_explicit(&ready, memory_order_acquire))) start_bumping();
     g = atomic_load(&gen) & GEN_MASK;
     int d = query(fd, a);
     if (d < 0) return d; /* a closed fd: nothing to keep */

@@ -42,7 +42,9 @@ int dsp_dio_is_direct(int fd);
  * close_range, closefrom, fclose, dup, dup2, dup3, fcntl F_SETFL and F_DUPFD,
  * open, openat, creat, socket, accept, pipe...), and the fork child
  * handler. Only while dsp_dio_cache_on (set by io/aio.c when those hooks are
- * the ones the program reaches); otherwise every call queries. */
+ * the ones the program reaches); otherwise every call queries. A forget is
+ * one relaxed load until the cache keeps its first answer, which makes one
+ * membarrier for it (io/dio.c). */
 #define DSP_DIO_CACHE_FDS 4096
 extern int dsp_dio_cache_on;
 int dsp_dio_cached(int fd, struct dsp_dio_align *a);

@@ -34,11 +34,10 @@ extern DSP_TLS int dsp_guard_faults_ok;
 
 /* The calling thread's SIGSEGV and SIGBUS as the shim knows them without
  * asking the kernel (issue 29: one rt_sigprocmask per io_submit was the hook's
- * whole cost). preload/sigcalls.c keeps it: every interposed call that may
- * block either sets CLOSED before the real call, every one that may unblock
- * either sets UNKNOWN after it; only a query of the kernel sets OPEN. So OPEN
- * is never stale towards "blocked" for any change made through them, a
- * signal handler that interrupts them included. 0 (UNKNOWN) in a new thread. */
+ * whole cost), kept by the rules of io/sigmask.h: only a query of the kernel
+ * sets OPEN, so OPEN is never stale towards "blocked" for any change made
+ * through the hooked calls, a signal handler that interrupts them included.
+ * 0 (UNKNOWN) in a new thread. */
 enum { DSP_MASK_UNKNOWN = 0, DSP_MASK_OPEN = 1, DSP_MASK_CLOSED = 2 };
 extern DSP_TLS int dsp_guard_mask;
 
@@ -57,8 +56,10 @@ extern int dsp_guard_ask;
  * cannot change in between (a signal handler that runs meanwhile restores it
  * on return, and brackets its own calls). */
 int dsp_guard_enter(void);
+void dsp_guard_leave(int prev);
 
-/* For the sigaction hook and the scan at install: sets dsp_guard_ask when a
+/* For the sigaction hook and the check at install (of the signals the kernel
+ * lists with a handler, SigCgt): sets dsp_guard_ask when a
  * handler for sig would run with SIGSEGV or SIGBUS blocked. SIGSEGV's and
  * SIGBUS's own are not counted: ours stands in their place and calls them
  * through pthread_sigmask (chain), which the tracking sees. */
@@ -67,13 +68,6 @@ void dsp_guard_note_handler(int sig, const struct sigaction *act);
 /* 1 when the program reaches the shim's signal-mask interposers
  * (preload/sigcalls.c) and not another definition in front of them. */
 int dsp_sigcalls_bound(void);
-
-/* Around a call that waits under a temporary mask m (io_pgetevents): the
- * thread counts as blocking SIGSEGV/SIGBUS meanwhile where m does, and asks
- * again afterwards (preload/sigcalls.c). */
-int dsp_sigcalls_temp_begin(const sigset_t *m);
-void dsp_sigcalls_temp_end(int t);
-void dsp_guard_leave(int prev);
 
 /* DSP_GUARDED(failed) { loads and stores of caller memory } : the block runs
  * with faults turned into a jump that sets `failed` to 1. The block must take

@@ -9,8 +9,8 @@
  * it (inside glibc, a raw system call) is still forgotten when open, socket,
  * accept, pipe or dup hands it out again. Flags change with fcntl(F_SETFL),
  * on every fd that shares the open file (dup, fork), hence one generation for
- * all. What no hook sees is listed in docs/io.md. Until the first libaio
- * query of an fd each hook costs a fence and one load. */
+ * all. What no hook sees is listed in docs/io.md. Until the cache keeps its
+ * first answer each hook costs one plain load (io/dio.c: no fence). */
 /* Both names of each call are defined here: with 64-bit offsets the headers
  * would rename open to open64, and define one symbol twice. */
 #undef _FILE_OFFSET_BITS
@@ -40,12 +40,13 @@ typedef void (*closefrom_fn)(int);
 #define FD_HOOKS(X)                                                                                \
     X(__typeof__(&close), close)                                                                   \
     X(close_range_fn, close_range)                                                                 \
-    X(closefrom_fn, closefrom) X(__typeof__(&fclose), fclose) X(__typeof__(&dup), dup)             \
-        X(__typeof__(&dup2), dup2) X(__typeof__(&dup3), dup3) X(fcntl_fn, fcntl) X(open_fn, open)  \
-            X(openat_fn, openat) X(open2_fn, __open_2) X(openat2_fn, __openat_2)                   \
-                X(__typeof__(&creat), creat) X(__typeof__(&socket), socket)                        \
-                    X(__typeof__(&accept), accept) X(__typeof__(&accept4), accept4)                \
-                        X(__typeof__(&pipe), pipe) X(__typeof__(&pipe2), pipe2)
+    X(closefrom_fn, closefrom)                                                                     \
+    X(__typeof__(&fclose), fclose) X(__typeof__(&dup), dup) X(__typeof__(&dup2), dup2)             \
+        X(__typeof__(&dup3), dup3) X(fcntl_fn, fcntl) X(open_fn, open) X(openat_fn, openat)        \
+            X(open2_fn, __open_2) X(openat2_fn, __openat_2) X(__typeof__(&creat), creat)           \
+                X(__typeof__(&socket), socket) X(__typeof__(&accept), accept)                      \
+                    X(__typeof__(&accept4), accept4) X(__typeof__(&pipe), pipe)                    \
+                        X(__typeof__(&pipe2), pipe2)
 FD_HOOKS(DSP_REAL_DECL)
 
 /* The real call, then the cache forgets (dsp_dio_forget leaves errno, the

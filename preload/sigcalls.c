@@ -1,18 +1,11 @@
 /* The program's signal-mask calls, seen so that the libaio hooks know whether
  * the calling thread blocks SIGSEGV or SIGBUS without asking the kernel at
  * every io_submit (issue 29: that one rt_sigprocmask was the hook's whole
- * cost). Each hook updates the thread's dsp_guard_mask (io/guard.h) and calls
- * the real function:
- * - a call that may block either sets CLOSED before the real call, so a
- *   signal handler that runs in between never sees OPEN while one is blocked;
- * - a call that may unblock either, or that fails, sets UNKNOWN after it: the
- *   next io_submit asks the kernel once. Never OPEN: a handler that unblocks
- *   and returns gets its thread's old mask back from the kernel (sigreturn),
- *   which no hook sees.
- * Calls that change the mask and are no hook's (a raw rt_sigprocmask system
- * call) are not seen: docs/io.md lists them. A call that names neither signal
- * costs one or two branches. Where another definition is reached before these
- * (a sanitizer runtime), dsp_sigcalls_bound() says so and the hooks ask the
+ * cost). Each hook calls the real function under the rule io/sigmask.h gives
+ * it, which keeps the thread's dsp_guard_mask (io/guard.h). Calls that change
+ * the mask and are no hook's (a raw rt_sigprocmask system call) are not seen:
+ * docs/io.md lists them. Where another definition is reached before these (a
+ * sanitizer runtime), dsp_sigcalls_bound() says so and the hooks ask the
  * kernel every time, as before. */
 /* Compiled without _FORTIFY_SOURCE whatever the build flags say (Debian's
  * dpkg-buildflags and Ubuntu's compiler turn it on): <setjmp.h> then renames
@@ -22,6 +15,7 @@
 #undef _FORTIFY_SOURCE
 #include "guard.h"
 #include "internal.h"
+#include "sigmask.h"
 #include "real.h"
 #include "symbols.h"
 
@@ -56,47 +50,22 @@ typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct time
 // clang-format on
 SIG_HOOKS(DSP_REAL_DECL)
 
-/* glibc's sigset_t: signal n is bit n-1 of the first word. */
-#define TRACKED ((1ul << (SIGSEGV - 1)) | (1ul << (SIGBUS - 1)))
+#define WAITS(m, call) DSP_SIGMASK_AROUND(dsp_sigmask_temp(m), int, call, DSP_SIGMASK_NEVER)
 
-static inline unsigned long tracked_bits(const sigset_t *s) {
-    return s->__val[0] & TRACKED;
-}
-
-static inline void set_mask(int m) {
-    __atomic_store_n(&dsp_guard_mask, m, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the real call, for a handler */
-}
-
-/* Before a mask change (how, set): 1 when it may unblock one of the two. */
-static inline int mask_before(int how, const sigset_t *set) {
-    if (!set) return 0;
-    unsigned long bits = tracked_bits(set);
-    if (bits && how != SIG_UNBLOCK) set_mask(DSP_MASK_CLOSED);
-    return how == SIG_UNBLOCK ? bits != 0 : how == SIG_SETMASK && bits != TRACKED;
-}
-
-static inline void mask_after(int unblocks, int failed) {
-    if (unblocks || failed) set_mask(DSP_MASK_UNKNOWN);
-}
-
-/* The mask a context switch or a long jump installs. */
-static inline void mask_install(const sigset_t *m) {
-    set_mask(tracked_bits(m) ? DSP_MASK_CLOSED : DSP_MASK_UNKNOWN);
+/* pthread_sigmask and sigprocmask differ only in how they report an error:
+ * a non-zero result either way (an error number, or -1). */
+#define FAILED(r) ((r) != 0)
+static inline int change_mask(int (*real)(int, const sigset_t *, sigset_t *), int how,
+                              const sigset_t *set, sigset_t *old) {
+    return DSP_SIGMASK_AROUND(dsp_sigmask_change(how, set), int, real(how, set, old), FAILED);
 }
 
 DSP_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-    int unblocks = mask_before(how, set);
-    int r = real_pthread_sigmask()(how, set, old);
-    if (set) mask_after(unblocks, r != 0);
-    return r;
+    return change_mask(real_pthread_sigmask(), how, set, old);
 }
 
 DSP_API int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
-    int unblocks = mask_before(how, set);
-    int r = real_sigprocmask()(how, set, old);
-    if (set) mask_after(unblocks, r != 0);
-    return r;
+    return change_mask(real_sigprocmask(), how, set, old);
 }
 
 /* A handler that runs with SIGSEGV or SIGBUS blocked makes every later
@@ -107,21 +76,27 @@ DSP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *ol
     return real_sigaction()(sig, act, old);
 }
 
+/* A long jump restores the mask sigsetjmp saved, if it saved one. */
+#define JUMPS(env)                                                                                 \
+    do {                                                                                           \
+        if ((env)->__mask_was_saved) dsp_sigmask_set(dsp_sigmask_installed(&(env)->__saved_mask)); \
+    } while (0)
+
 DSP_API void siglongjmp(sigjmp_buf env, int val) {
-    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    JUMPS(env);
     real_siglongjmp()(env, val);
     __builtin_unreachable();
 }
 
 DSP_API void longjmp(jmp_buf env, int val) {
-    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    JUMPS(env);
     real_longjmp()(env, val);
     __builtin_unreachable();
 }
 
 /* glibc's alias of longjmp: it restores a saved mask too. */
 DSP_API void _longjmp(struct __jmp_buf_tag env[1], int val) {
-    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    JUMPS(env);
     real__longjmp()(env, val);
     __builtin_unreachable();
 }
@@ -129,89 +104,60 @@ DSP_API void _longjmp(struct __jmp_buf_tag env[1], int val) {
 /* longjmp under _FORTIFY_SOURCE. */
 DSP_API __attribute__((noreturn)) void __longjmp_chk(struct __jmp_buf_tag *env, int val);
 DSP_API void __longjmp_chk(struct __jmp_buf_tag *env, int val) {
-    if (env->__mask_was_saved) mask_install(&env->__saved_mask);
+    JUMPS(env);
     real___longjmp_chk()(env, val);
 }
 
-DSP_API int setcontext(const ucontext_t *ucp) {
-    mask_install(&ucp->uc_sigmask);
-    int r = real_setcontext()(ucp);
-    set_mask(DSP_MASK_UNKNOWN); /* returns only on failure */
-    return r;
-}
-
-DSP_API int swapcontext(ucontext_t *oucp, const ucontext_t *ucp) {
-    mask_install(&ucp->uc_sigmask);
-    int r = real_swapcontext()(oucp, ucp);
-    set_mask(DSP_MASK_UNKNOWN); /* back, perhaps on another thread */
-    return r;
-}
-
-/* The BSD and System V forms (deprecated, still exported): conservatively,
- * CLOSED before and UNKNOWN after any that names SIGSEGV or SIGBUS. */
-static inline int legacy_before(int touches) {
-    if (touches) set_mask(DSP_MASK_CLOSED);
-    return touches;
-}
-
-DSP_API int sigblock(int mask) {
-    int t = legacy_before(((unsigned long)(unsigned)mask & TRACKED) != 0);
-    int r = real_sigblock()(mask);
-    mask_after(t, 0);
-    return r;
-}
-
-DSP_API int sigsetmask(int mask) {
-    int t = legacy_before(1);
-    int r = real_sigsetmask()(mask);
-    mask_after(t, 0);
-    return r;
-}
-
-DSP_API int sighold(int sig) {
-    int t = legacy_before(sig == SIGSEGV || sig == SIGBUS);
-    int r = real_sighold()(sig);
-    mask_after(t, 0);
-    return r;
-}
-
-DSP_API int sigrelse(int sig) {
-    int t = sig == SIGSEGV || sig == SIGBUS;
-    int r = real_sigrelse()(sig);
-    mask_after(t, 0);
-    return r;
-}
-
-DSP_API __sighandler_t sigset(int sig, __sighandler_t disp) {
-    int t = legacy_before(sig == SIGSEGV || sig == SIGBUS);
-    __sighandler_t r = real_sigset()(sig, disp);
-    mask_after(t, 0);
-    return r;
-}
-
-/* The calls that wait under a temporary mask: a handler that runs meanwhile
- * has that mask, and the thread's own comes back after. One that blocks
- * SIGSEGV or SIGBUS marks the thread CLOSED for the call, UNKNOWN after. */
-int dsp_sigcalls_temp_begin(const sigset_t *m) {
-    return m && tracked_bits(m) ? (set_mask(DSP_MASK_CLOSED), 1) : 0;
-}
-void dsp_sigcalls_temp_end(int t) {
-    mask_after(t, 0);
-}
-#define UNDER_TEMP(m, call)                                                                        \
+/* A context switch installs ucp's mask; back (perhaps on another thread) or
+ * failed, the mask is asked again. */
+#define SWITCHES(ucp, call)                                                                        \
     ({                                                                                             \
-        int t_ = dsp_sigcalls_temp_begin(m);                                                       \
+        dsp_sigmask_set(dsp_sigmask_installed(&(ucp)->uc_sigmask));                                \
         int r_ = (call);                                                                           \
-        dsp_sigcalls_temp_end(t_);                                                                 \
+        dsp_sigmask_set(DSP_MASK_UNKNOWN);                                                         \
         r_;                                                                                        \
     })
 
+DSP_API int setcontext(const ucontext_t *ucp) {
+    return SWITCHES(ucp, real_setcontext()(ucp)); /* returns only on failure */
+}
+
+DSP_API int swapcontext(ucontext_t *oucp, const ucontext_t *ucp) {
+    return SWITCHES(ucp, real_swapcontext()(oucp, ucp));
+}
+
+/* The BSD and System V forms (deprecated, still exported). */
+#define NAMES(touches, T, call)                                                                    \
+    DSP_SIGMASK_AROUND(dsp_sigmask_names(touches), T, call, DSP_SIGMASK_NEVER)
+
+DSP_API int sigblock(int mask) {
+    return NAMES(dsp_sigmask_bsd_touches(mask), int, real_sigblock()(mask));
+}
+
+DSP_API int sigsetmask(int mask) {
+    return NAMES(1, int, real_sigsetmask()(mask));
+}
+
+DSP_API int sighold(int sig) {
+    return NAMES(dsp_sigmask_sig_touches(sig), int, real_sighold()(sig));
+}
+
+DSP_API int sigrelse(int sig) {
+    return DSP_SIGMASK_AROUND(dsp_sigmask_release(sig), int, real_sigrelse()(sig),
+                              DSP_SIGMASK_NEVER);
+}
+
+DSP_API __sighandler_t sigset(int sig, __sighandler_t disp) {
+    return NAMES(dsp_sigmask_sig_touches(sig), __sighandler_t, real_sigset()(sig, disp));
+}
+
+/* The calls that wait under a temporary mask (io/sigmask.h). */
 DSP_API int sigsuspend(const sigset_t *m) {
-    return UNDER_TEMP(m, real_sigsuspend()(m));
+    return WAITS(m, real_sigsuspend()(m));
 }
 
 DSP_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *m) {
-    return UNDER_TEMP(m, real_ppoll()(fds, n, tmo, m));
+    return WAITS(m, real_ppoll()(fds, n, tmo, m));
 }
 
 /* ppoll under _FORTIFY_SOURCE. */
@@ -219,21 +165,21 @@ DSP_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo
                         size_t fdslen);
 DSP_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *m,
                         size_t fdslen) {
-    return UNDER_TEMP(m, real___ppoll_chk()(fds, n, tmo, m, fdslen));
+    return WAITS(m, real___ppoll_chk()(fds, n, tmo, m, fdslen));
 }
 
 DSP_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
                     const sigset_t *m) {
-    return UNDER_TEMP(m, real_pselect()(n, rd, wr, ex, tmo, m));
+    return WAITS(m, real_pselect()(n, rd, wr, ex, tmo, m));
 }
 
 DSP_API int epoll_pwait(int fd, struct epoll_event *ev, int n, int tmo, const sigset_t *m) {
-    return UNDER_TEMP(m, real_epoll_pwait()(fd, ev, n, tmo, m));
+    return WAITS(m, real_epoll_pwait()(fd, ev, n, tmo, m));
 }
 
 DSP_API int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *tmo,
                          const sigset_t *m) {
-    return UNDER_TEMP(m, real_epoll_pwait2()(fd, ev, n, tmo, m));
+    return WAITS(m, real_epoll_pwait2()(fd, ev, n, tmo, m));
 }
 
 /* sigpause in its three exported forms (BSD: a mask; X/Open: a signal to
@@ -242,25 +188,16 @@ DSP_API int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct tim
  * first differs: <signal.h> renames sigpause to __xpg_sigpause. */
 DSP_API int sigpause_hook(int m) __asm__("sigpause");
 DSP_API int sigpause_hook(int m) {
-    int t = legacy_before(1);
-    int r = real_sigpause()(m);
-    mask_after(t, 0);
-    return r;
+    return NAMES(1, int, real_sigpause()(m));
 }
 
 DSP_API int __sigpause(int m, int is_sig) {
-    int t = legacy_before(1);
-    int r = real___sigpause()(m, is_sig);
-    mask_after(t, 0);
-    return r;
+    return NAMES(1, int, real___sigpause()(m, is_sig));
 }
 
 DSP_API int __xpg_sigpause(int sig);
 DSP_API int __xpg_sigpause(int sig) {
-    int t = legacy_before(1);
-    int r = real___xpg_sigpause()(sig);
-    mask_after(t, 0);
-    return r;
+    return NAMES(1, int, real___xpg_sigpause()(sig));
 }
 
 /* Every real function found now, from the constructor: a program's signal
@@ -277,13 +214,6 @@ int dsp_sigcalls_bound(void) {
 #else
 int dsp_sigcalls_bound(void) {
     return 0;
-}
-int dsp_sigcalls_temp_begin(const sigset_t *m) {
-    (void)m;
-    return 0;
-}
-void dsp_sigcalls_temp_end(int t) {
-    (void)t;
 }
 void dsp_sigcalls_init(void) {}
 #endif

@@ -12,10 +12,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libaio.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -117,6 +121,21 @@ static inline void read_checked(io_context_t ctx, struct iocb *cb, int fd, char 
     io_prep_pread(cb, fd, buf, n, off);
     cr_assert_eq(run_one(ctx, cb), (long)n);
     check_pattern(buf, (uint64_t)off, n);
+}
+
+/* A seccomp filter on the calling process that answers EPERM to system
+ * call nr, as some container profiles do. */
+static inline void refuse_syscall(long nr) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof *f, f};
+    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0, "seccomp: %s",
+                 strerror(errno));
 }
 
 #endif

@@ -6,6 +6,10 @@
  * gives -EINVAL), on a buffered fd sent as it is. */
 #include "aio_test.h"
 
+#include "syscall_window.h"
+
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
 static const char *disk = "/tmp"; /* ext4: 512-byte DIO alignment */
@@ -134,4 +138,125 @@ Test(aio_fdcache, fork_child_asks_again_for_an_fd_its_parent_cached) {
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child read stale: status %#x", st);
+}
+
+/* Another thread closes the fd and opens the file again, with the other
+ * flag, between two io_submit: its forget must reach the thread that asks
+ * (the first answer kept makes every thread's forget count: io/dio.c). The
+ * other thread runs already when the first answer is kept. */
+static struct {
+    pthread_barrier_t go, done;
+    const char *path;
+    int fd, flags;
+} other;
+
+static void *reopen_in_other_thread(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 2; i++) {
+        pthread_barrier_wait(&other.go);
+        close(other.fd);
+        other.fd = open(other.path, O_RDONLY | other.flags);
+        pthread_barrier_wait(&other.done);
+    }
+    return NULL;
+}
+
+static void reopened_by_another_thread(void) {
+    char copy[64];
+    io_context_t ctx = setup(copy, sizeof copy);
+    other.path = copy;
+    pthread_barrier_init(&other.go, NULL, 2);
+    pthread_barrier_init(&other.done, NULL, 2);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, reopen_in_other_thread, NULL), 0);
+    int fd = open_direct(copy, O_RDONLY);
+    other.fd = fd;
+    expect_bounced(ctx, fd); /* the first answer kept: O_DIRECT */
+    other.flags = 0;
+    pthread_barrier_wait(&other.go);
+    pthread_barrier_wait(&other.done);
+    cr_assert_eq(other.fd, fd, "the number was not reused (%d, %d)", other.fd, fd);
+    expect_direct(ctx, fd);
+    other.flags = O_DIRECT;
+    pthread_barrier_wait(&other.go);
+    pthread_barrier_wait(&other.done);
+    cr_assert_eq(other.fd, fd);
+    expect_bounced(ctx, fd);
+    pthread_join(t, NULL);
+}
+
+Test(aio_fdcache, fd_reopened_with_the_other_flag_by_another_thread_is_asked_again) {
+    reopened_by_another_thread();
+}
+
+/* Where membarrier is refused (a seccomp profile, here one that answers
+ * EPERM), the cache still forgets: the first answer kept turns forgetting on
+ * with a barrier on its own side. */
+Test(aio_fdcache, membarrier_refused_still_forgets_a_reopened_fd) {
+    refuse_syscall(SYS_membarrier);
+    cr_assert_eq(syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0), -1);
+    reopened_by_another_thread();
+}
+
+/* --- what forgetting costs -------------------------------------------------
+ * Every open, close and dup of every process forgets (preload/fdcalls.c).
+ * The barrier that lets that be a plain load is made once, by the first
+ * answer the cache keeps (a membarrier system call): a process that never
+ * keeps one, because it makes no libaio call or no misaligned one, makes
+ * none. Counted with ptrace. */
+
+/* Opens, duplicates and closes files, in the window. */
+static void fd_churn(const char *path) {
+    for (int i = 0; i < 16; i++) {
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) _exit(2);
+        int d = dup(fd);
+        if (d < 0 || dup2(fd, d) != d || fcntl(fd, F_SETFL, O_DIRECT) != 0) _exit(3);
+        close(d);
+        close(fd);
+    }
+}
+
+static void child_without_libaio(void *arg) {
+    window_mark();
+    fd_churn(arg);
+    window_mark();
+}
+
+Test(aio_fdcache, process_that_never_io_submits_makes_no_membarrier) {
+    static struct window w;
+    window_count(child_without_libaio, (void *)make_file(disk, 65536), &w);
+    cr_assert_geq(w.by_nr[SYS_close], 32, "the window missed the closes");
+    cr_assert_eq(w.by_nr[SYS_membarrier], 0, "%ld membarrier", w.by_nr[SYS_membarrier]);
+}
+
+/* A misaligned read on a buffered fd: the cache keeps its first answer. */
+static void child_keeping_an_answer(void *arg) {
+    const char *path = arg;
+    io_context_t ctx = 0;
+    if (io_setup(4, &ctx) != 0) _exit(4);
+    int fd = open(path, O_RDONLY);
+    char *buf =
+        (char *)mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) + 1;
+    struct iocb cb, *list[1] = {&cb};
+    struct io_event ev[1];
+    window_mark();
+    for (int i = 0; i < 3; i++) {
+        io_prep_pread(&cb, fd, buf, 4096, 0);
+        if (io_submit(ctx, 1, list) != 1 || io_getevents(ctx, 1, 1, ev, NULL) != 1 ||
+            (long)ev[0].res != 4096)
+            _exit(5);
+        fd_churn(path);
+    }
+    window_mark();
+}
+
+/* The counterpart, which shows the window sees membarrier: register and
+ * barrier, once (one refused call where a seccomp profile refuses it). */
+Test(aio_fdcache, first_answer_kept_makes_the_membarrier_once) {
+    static struct window w;
+    window_count(child_keeping_an_answer, (void *)make_file(disk, 65536), &w);
+    cr_assert_eq(w.by_nr[SYS_io_submit], 3);
+    long n = w.by_nr[SYS_membarrier];
+    cr_assert(n == 1 || n == 2, "%ld membarrier", n);
 }
