@@ -59,10 +59,10 @@ Test(registry, remove_needs_the_exact_base) {
     cr_assert_eq(dsp_reg_count(), 0);
 }
 
-/* Issue 12: at 100,000 live 4 KiB blocks the tree's random lookups took
- * 2.3x-3.5x their 1,000-block time (each level a cache miss). Small ranges are now
- * found through the page map: the start nearest below an address must be its
- * own range's, decoded exactly; large ranges stay the tree's alone. */
+/* Issue 12: among 100,000 live 4 KiB blocks each level of the tree is a
+ * cache miss (docs/registry.md, "Design notes"), so small ranges are found
+ * through the page map: the start nearest below an address must be its own
+ * range's, decoded exactly; large ranges stay the tree's alone. */
 #include "pagemap.h"
 
 /* The page map's answer for [addr, last]: 1 yes, 0 ask the tree. */
