@@ -125,6 +125,8 @@ static int show(const char *path) {
     node_view_sum(&v, &sum);
     char a[32], b[32], c[32], k[4 * DSP_LEDGER_KEY_MAX];
     const char *cap = v.idle ? "none yet" : dsp_fmt_bytes(c, sizeof c, atomic_load(&m->head.h.cap));
+    char held[64] = "no cap yet"; /* what the pinned total is held to: the total's state */
+    if (!v.idle) snprintf(held, sizeof held, "under the cap of %s", cap);
     if (v.idle)
         printf("ledger %s (%s): no process uses it (its shared memory went with the last one); "
                "the next to pin sets the cap\n",
@@ -148,9 +150,9 @@ static int show(const char *path) {
                (unsigned long long)atomic_load(&sl->refused),
                alive == 0 ? "gone (reclaimed within a second, or at the next refusal)" : "live");
     }
-    printf("%-10s %6s %6s %12s %12s %8llu of %s\n", "total", "", "",
+    printf("%-10s %6s %6s %12s %12s %8llu %s\n", "total", "", "",
            dsp_fmt_bytes(a, sizeof a, sum.pinned), dsp_fmt_bytes(b, sizeof b, sum.pooled),
-           (unsigned long long)sum.refused, cap);
+           (unsigned long long)sum.refused, held);
     node_view_close(&v);
     return 0;
 }

@@ -51,7 +51,11 @@ for r in 0 1; do
 done
 [ "$(echo "$table" | grep -c ' live$')" -eq 2 ] || fail "stats --node: want the 2 ranks alone: $table"
 echo "$table" | grep -q "^ledger .*(key:$key): cap 512 MiB, 2 processes" || fail "stats --node: not one ledger of 2 under 512 MiB: $table"
-echo "$table" | grep -q '^total .* of 512 MiB$' || fail "stats --node: no total against the cap: $table"
+echo "$table" | grep -q '^total .* under the cap of 512 MiB$' || fail "stats --node: no total against the cap: $table"
+# Once the job is over the ledger is idle: no rank, no cap until the next pin.
+after=$("$dsp" stats --node --key "$key")
+echo "$after" | grep -q "^ledger .*(key:$key): no process uses it" &&
+  echo "$after" | grep -q '^total .* 0 B .* 0 B  *0 no cap yet$' || fail "stats --node after the job: not idle: $after"
 # The total pinned, in bytes, under the cap.
 bytes=$(echo "$table" | awk '$1 == "total" { m = $3 == "B" ? 1 : $3 == "KiB" ? 1024 : $3 == "MiB" ? 1048576 : $3 == "GiB" ? 1073741824 : -1; printf "%.0f\n", $2 * m }')
 [ -n "$bytes" ] && [ "$bytes" -gt 0 ] && [ "$bytes" -le $cap ] || fail "stats --node: total not in (0, 512 MiB]: $table"
