@@ -4,7 +4,8 @@ core" lists them. Reads the core library (libdsp_core.a) with nm, so
 what is checked is what the compiler emitted, inline functions included.
 
 Its headers too: no file of src/ includes a header of the layers above the
-core (preload/, io/), the headers of src/ include each other without a
+core (preload/, io/; by where the include leads, not how it is spelt),
+the headers of src/ include each other without a
 cycle, and includes point down the layers as calls do: a file includes no
 header whose own .c is on its layer or above. A header without a .c of its
 name (internal.h, span.h, block.h, reentry.h, ...) belongs to no layer and
@@ -55,9 +56,24 @@ def symbols(archive):
     return defs, uses
 
 
-# Where a quoted include is found, in the build's order (meson.build, inc):
-# the including file's own folder, then these.
-INCLUDE_DIRS = ["include", "src", "io", "preload"]
+# Where an include is found, in the build's order (meson.build, inc): a quoted
+# one in the including file's own folder first, then these. "" is the source
+# root, which meson adds for the core (implicit_include_directories of the
+# top meson.build's targets): "io/dio.h" from src/ compiles through it.
+INCLUDE_DIRS = ["", "include", "src", "io", "preload"]
+
+
+def resolve(root, own, h, quoted):
+    """(top folder of the tree, path inside it) of the file include h of a
+    file in folder own reaches, or (None, h) where it reaches none of ours
+    (a system header). Paths are normalised, so "../io/dio.h" from src/ is
+    io's dio.h, not src's."""
+    for d in ([own] if quoted else []) + INCLUDE_DIRS:
+        p = os.path.normpath(os.path.join(root, d, h))
+        if os.path.isfile(p):
+            rel = os.path.relpath(p, root).split(os.sep)
+            return (rel[0], "/".join(rel[1:])) if len(rel) > 1 else ("", rel[0])
+    return None, h
 
 
 def includes(root):
@@ -68,13 +84,8 @@ def includes(root):
         if not name.endswith((".c", ".h")):
             continue
         with open(os.path.join(src, name), encoding="utf-8") as f:
-            wanted = re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), re.M)
-        found = []
-        for h in wanted:
-            where = next((d for d in ["src"] + INCLUDE_DIRS
-                          if os.path.exists(os.path.join(root, d, h))), None)
-            found.append((where, h))
-        out[name] = found
+            wanted = re.findall(r'^\s*#\s*include\s+(["<])([^">]+)[">]', f.read(), re.M)
+        out[name] = [resolve(root, "src", h, q == '"') for q, h in wanted]
     return out
 
 
@@ -142,8 +153,9 @@ def header_problems(root, order):
     found_by_file = includes(root)
     for name, found in found_by_file.items():
         for where, h in found:
-            if where in ("io", "preload"):
-                bad.append(f"src/{name} includes {where}/{h}: the core includes no layer above it")
+            if where is not None and where not in ("src", "include"):
+                bad.append(f"src/{name} includes {where + '/' if where else ''}{h}: the core "
+                           "includes no layer above it")
         if name.endswith(".h"):
             graph[name] = [h for where, h in found if where == "src"]
     c = cycle(graph)
