@@ -74,10 +74,12 @@ static _Atomic uint64_t gen = 1;
  *
  * Where membarrier is refused (ENOSYS, EPERM under a seccomp profile), the
  * query's side keeps its full barrier and a forget racing that very first
- * store relies on the ordering its system call makes (close, for one, drops
- * the file's count with a fully ordered atomic after the fd table changes). A stale answer costs at
- * most what the program gets without the shim: a misaligned request the kernel refuses
- * (-EINVAL), or a bounce that was not needed. */
+ * store is ordered only by what its system call happens to do after the
+ * change: nothing that orders a later load for F_SETFL and dup2, whose
+ * change is published by a spin_unlock, a release. Such a forget may go
+ * unseen, and the answer stay stale until the next forget. A stale answer
+ * costs at most what the program gets without the shim: a misaligned
+ * request the kernel refuses (-EINVAL), or a bounce that was not needed. */
 static _Atomic int bumping, ready;
 
 static int log2u(uint32_t v) {
