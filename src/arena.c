@@ -8,7 +8,6 @@
  * of what the limit leaves at a time, and grows in place (right above hi,
  * else right below lo) when it is full, so the program keeps the rest of its
  * address space (regression: quota.arena_respects_rlimit_as). */
-#include "config.h"
 #include "fmt.h"
 #include "log.h"
 #include "manager.h"
