@@ -2,9 +2,10 @@
 
 #include "errname.h"
 #include "log.h"
-#include "sys.h"
+#include "sigcgt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -127,27 +128,16 @@ void dsp_guard_note_handler(int sig, const struct sigaction *act) {
         __atomic_store_n(&dsp_guard_ask, 1, __ATOMIC_RELAXED);
 }
 
-/* The signals that have a handler now (neither SIG_DFL nor SIG_IGN): the
- * kernel's SigCgt line of /proc/self/status, bit n-1 for signal n. 1 with
- * *caught set, 0 where it cannot be read (no /proc). One open, read and
- * close, where asking every signal's disposition took 64 rt_sigaction. */
+/* The signals that have a handler now (io/sigcgt.h): 1 with *caught set, 0
+ * where /proc/self/status cannot be read. One open, one read (more after a
+ * long Groups line) and a close, where asking every signal's disposition
+ * took 64 rt_sigaction. */
 static int caught_signals(uint64_t *caught) {
-    char buf[4096];
-    if (dsp_sys_read("/proc/self/status", buf, sizeof buf) <= 0) return 0;
-    const char *p = strstr(buf, "\nSigCgt:");
-    if (!p) return 0;
-    for (p += 8; *p == ' ' || *p == '\t'; p++) {
-    }
-    uint64_t v = 0;
-    int digits = 0;
-    for (;; p++, digits++) {
-        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-        if (d < 0) break;
-        v = v << 4 | (uint64_t)d;
-    }
-    if (digits != 16 || *p != '\n') return 0;
-    *caught = v;
-    return 1;
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int ok = dsp_sigcgt_read(fd, caught);
+    close(fd);
+    return ok;
 }
 
 /* Whether the tracked mask can be trusted: the interposers are reached, and
