@@ -509,6 +509,13 @@ node_nonsense_counters_are_dropped_not_believed)
     churn_through $mode "'$prog' scribble '$path' >/dev/null" "is corrupt (counters)"
   done
   ;;
+node_table_says_1_process_not_1_processes)
+  # Regression (issue 31's review): stats --node's head line, read by people,
+  # counted a ledger of one process as "1 processes".
+  parent_slot_alone vforkexit "the vfork child's exit"
+  grep -q "^ledger .*(key:$key): cap [^,]*, 1 process, 16 MiB pinned$" "$top/probe" ||
+    fail "stats --node's head line for one process: $(cat "$top/probe")"
+  ;;
 *) fail "unknown case $name" ;;
 esac
 echo PASS
