@@ -111,7 +111,10 @@ echo "$out" | grep -q "^dspreload\[[0-9]*\]: info: dspreload $version ready" ||
 out=$(/usr/bin/dspreload --version 2>&1) || fail "dspreload --version failed: $out"
 echo "$out" | grep -q "^dspreload $version$" || fail "dspreload --version printed '$out', not $version"
 # The launcher finds the library (../lib/<triplet> from /usr/bin) and the demo
-# workload (beside itself) from wherever it is run.
+# workload (beside itself) from wherever it is run; doctor checks that library.
+out=$(/usr/bin/dspreload doctor 2>&1)
+echo "$out" | grep -F "$libdir/libdspreload.so (dspreload $version)" | grep -q '^OK  *library ' ||
+  { echo "$out"; fail "dspreload doctor: no OK library line for $libdir/libdspreload.so"; }
 out=$(/usr/bin/dspreload demo 2>&1) || { echo "$out"; fail "dspreload demo exited $?"; }
 echo "$out" | grep -q "^What dspreload did: " || { echo "$out"; fail "dspreload demo printed no 'What dspreload did' summary"; }
 

@@ -86,11 +86,15 @@ for cmd in "$vpy -m dspreload" "$tmp/venv/bin/dspreload"; do
   [ $rc -eq 2 ] || fail "$cmd --no-such-option exited $rc, expected 2"
   $cmd -- "$tmp/no-such-program" 2>/dev/null; rc=$?
   [ $rc -eq 127 ] || fail "$cmd -- a missing program exited $rc, expected 127"
+  # doctor checks the library the launcher would preload: the bundled one.
+  out=$($cmd doctor 2>&1)
+  echo "$out" | grep -F "$lib (dspreload $version)" | grep -q '^OK  *library ' ||
+    { echo "$out"; fail "$cmd doctor: no OK library line for the bundled $lib"; }
   out=$($cmd demo 2>&1); rc=$?
   [ $rc -eq 0 ] || { echo "$out"; fail "$cmd demo exited $rc"; }
   echo "$out" | grep -q '^What dspreload did' || { echo "$out"; fail "$cmd demo: no 'What dspreload did' summary"; }
 done
-echo "python -m dspreload and the venv's dspreload: launcher, exit statuses and demo as the C command"
+echo "python -m dspreload and the venv's dspreload: launcher, exit statuses, doctor and demo as the C command"
 
 # LD_PRELOAD=$(python -m dspreload --lib) python script.py, and the same
 # script without it.
