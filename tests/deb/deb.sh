@@ -51,14 +51,7 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
 # The tracked files and the uncommitted ones, never a build tree.
-mkdir "$tmp/src"
-if git -C "$src" rev-parse --show-toplevel >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) |
-    tar -xf - -C "$tmp/src" || fail "copying the tree failed"
-else
-  (cd "$src" && tar --exclude=./.git --exclude='./build*' --exclude='./obj-*' -cf - .) |
-    tar -xf - -C "$tmp/src" || fail "copying the tree failed"
-fi
+sh "$(dirname "$0")/../copy_tree.sh" "$src" "$tmp/src" || fail "copying the tree failed"
 # dpkg-buildpackage stops at an unmet build dependency: debian/control's and
 # build-essential, which dpkg adds on Debian (scripts/deps installs both;
 # tests/deb/builddeps.sh keeps its list in step).

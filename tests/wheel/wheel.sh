@@ -37,13 +37,7 @@ for v in $(env | sed -n 's/^\(DSP_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 OMP_NUM_THREADS=1
 
 # The tree as git sees it (tracked and new files, not the build directories).
-mkdir "$tmp/src"
-if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t "$tmp/src") ||
-    fail "cannot copy the source tree"
-else
-  tar -C "$src" --exclude='./build*' -cf - . | tar -C "$tmp/src" -xf - || fail "cannot copy the source tree"
-fi
+sh "$here/../copy_tree.sh" "$src" "$tmp/src" || fail "cannot copy the source tree"
 
 # The documented build: offline, with Debian's meson-python.
 (cd "$tmp/src" && "$py" -m build --no-isolation --wheel --outdir "$tmp/dist" .) \
