@@ -32,6 +32,9 @@ fi
 
 tmp=$(mktemp -d) || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT
+# A signal (meson's timeout, ^C) exits through the EXIT trap: sh runs none
+# when a signal without a trap ends it, and the venv and build stayed in /tmp.
+trap 'exit 1' HUP INT TERM
 unset LD_PRELOAD PYTHONPATH PYTHONHOME
 for v in $(env | sed -n 's/^\(DSP_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 OMP_NUM_THREADS=1
