@@ -124,16 +124,22 @@ static int show(const char *path) {
     struct node_sum sum;
     node_view_sum(&v, &sum);
     char a[32], b[32], c[32], k[4 * DSP_LEDGER_KEY_MAX];
-    const char *cap = v.idle ? "none yet" : dsp_fmt_bytes(c, sizeof c, atomic_load(&m->head.h.cap));
-    char held[64] = "no cap yet"; /* what the pinned total is held to: the total's state */
-    if (!v.idle) snprintf(held, sizeof held, "under the cap of %s", cap);
+    uint64_t cap_bytes = atomic_load(&m->head.h.cap);
+    const char *cap = v.idle ? "none yet" : dsp_fmt_bytes(c, sizeof c, cap_bytes);
+    /* What the pinned total is held to: the total's state. The slots are read
+     * one by one while their owners reserve first and take back what passes
+     * the cap (ledger.h), so a total read mid-way can be over it: said so. */
+    char held[64] = "no cap yet";
+    if (!v.idle)
+        snprintf(held, sizeof held, "%s the cap of %s", sum.pinned > cap_bytes ? "over" : "under",
+                 cap);
     if (v.idle)
         printf("ledger %s (%s): no process uses it (its shared memory went with the last one); "
                "the next to pin sets the cap\n",
                path, node_view_key(&v, k, sizeof k));
     else
-        printf("ledger %s (%s): cap %s, %u processes, %s pinned\n", path,
-               node_view_key(&v, k, sizeof k), cap, sum.live,
+        printf("ledger %s (%s): cap %s, %u %s, %s pinned\n", path, node_view_key(&v, k, sizeof k),
+               cap, sum.live, sum.live == 1 ? "process" : "processes",
                dsp_fmt_bytes(b, sizeof b, sum.pinned));
     printf("%-10s %6s %6s %12s %12s %8s %s\n", "pid", "rank", "local", "pinned", "pooled",
            "refused", "state");

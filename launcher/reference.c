@@ -133,7 +133,7 @@ void print_stats_reference(int fd) {
              "shim did nothing (pinned nothing, handled no CUDA, cuFile or libaio call)\n"
              "prints and writes nothing, nor does one that leaves through `_exit`.\n\n"
              "The object holds `version` (the library's), `pid`, `rank` when the launcher\n"
-             "set one (`RANK`, `SLURM_PROCID`, `OMPI_COMM_WORLD_RANK` or `PMI_RANK`),\n"
+             "set one (`RANK`, `OMPI_COMM_WORLD_RANK`, `PMI_RANK` or `SLURM_PROCID`),\n"
              "then every key below, in this order, each an unsigned\n"
              "64-bit integer. A counter only grows; a gauge is the value when the object is\n"
              "written. A forked child starts its own account from zero (it keeps the budget\n"

@@ -67,12 +67,17 @@ static int env_int(const char *const *names) {
 }
 
 /* Which rank of a job this process is, as each launcher says it: torchrun
- * and DeepSpeed, Slurm, Open MPI, then MPICH and Intel MPI (Hydra). Open MPI
- * sets none of the others, so its ranks showed no rank (issue 31). */
-static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+ * and DeepSpeed, Open MPI, MPICH and Intel MPI (Hydra), then Slurm. Open MPI
+ * sets none of the others, so its ranks showed no rank (issue 31). Slurm's
+ * comes last: mpirun or mpiexec inside an allocation starts its ranks from
+ * per-node daemons that srun started, so every rank inherits a daemon's
+ * SLURM_PROCID (the node's index) and all the ranks of a node showed one
+ * rank (issue 31's review); where srun starts the ranks itself, the MPI
+ * variables it sets say the same as its own. */
+static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
                                         NULL};
-static const char *const local_rank_vars[] = {
-    "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", NULL};
+static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                              "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
 
 /* "cgroup:" and the first n bytes of path (dsp_fmt has no precision). A
  * path too long for the key keeps its head and gains the hash of all of it,

@@ -108,7 +108,7 @@ size_t dsp_node_pool_max(size_t pool_max);
  * any time, at exit included). */
 void dsp_node_publish(void);
 
-/* The rank its launcher set (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK), -1 if none. */
+/* The rank its launcher set (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), -1 if none. */
 int dsp_node_rank(void);
 
 /* Fork child (manager slot): the parent's slot is not the child's, and

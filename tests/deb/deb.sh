@@ -19,11 +19,19 @@ elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
 else
   skip "installing the package needs root or passwordless sudo"
 fi
-for tool in dpkg-buildpackage:dpkg-dev dh:debhelper lintian:lintian meson:meson ninja:ninja-build \
-    cc:gcc pkg-config:pkg-config apt-get:apt; do
-  command -v "${tool%%:*}" >/dev/null ||
-    skip "${tool%%:*} not found: install the Debian package ${tool#*:} (scripts/deps does)"
-done
+# What it needs, as Debian packages: scripts/deps installs the missing ones;
+# a package that cannot be installed skips the test, named.
+missing() {
+  for tool in dpkg-buildpackage:dpkg-dev dh:debhelper lintian:lintian meson:meson ninja:ninja-build \
+      cc:gcc pkg-config:pkg-config apt-get:apt; do
+    command -v "${tool%%:*}" >/dev/null || printf ' %s' "${tool#*:}"
+  done
+}
+if [ -n "$(missing)" ]; then
+  bash "$src/scripts/deps" >&2 || true
+  m=$(missing)
+  [ -z "$m" ] || skip "Debian packages missing and not installable:$m (scripts/deps)"
+fi
 # Someone's own install is theirs: this test would replace it, then purge it.
 status=$(dpkg-query -W -f='${db:Status-Status}' dspreload 2>/dev/null)
 case $status in
@@ -43,13 +51,14 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
 # The tracked files and the uncommitted ones, never a build tree.
-mkdir "$tmp/src"
-if git -C "$src" rev-parse --show-toplevel >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) |
-    tar -xf - -C "$tmp/src" || fail "copying the tree failed"
-else
-  (cd "$src" && tar --exclude=./.git --exclude='./build*' --exclude='./obj-*' -cf - .) |
-    tar -xf - -C "$tmp/src" || fail "copying the tree failed"
+sh "$(dirname "$0")/../copy_tree.sh" "$src" "$tmp/src" || fail "copying the tree failed"
+# dpkg-buildpackage stops at an unmet build dependency: debian/control's and
+# build-essential, which dpkg adds on Debian (scripts/deps installs both;
+# tests/deb/builddeps.sh keeps its list in step).
+if ! unmet=$(cd "$tmp/src" && dpkg-checkbuilddeps 2>&1); then
+  bash "$src/scripts/deps" >&2 || true
+  unmet=$(cd "$tmp/src" && dpkg-checkbuilddeps 2>&1) ||
+    skip "build dependencies missing and not installable: $unmet (scripts/deps)"
 fi
 start=$(date +%s)
 (cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -b -us -uc) >"$tmp/build.log" 2>&1 ||
@@ -95,7 +104,10 @@ echo "$out" | grep -q "^dspreload\[[0-9]*\]: info: dspreload $version ready" ||
 out=$(/usr/bin/dspreload --version 2>&1) || fail "dspreload --version failed: $out"
 echo "$out" | grep -q "^dspreload $version$" || fail "dspreload --version printed '$out', not $version"
 # The launcher finds the library (../lib/<triplet> from /usr/bin) and the demo
-# workload (beside itself) from wherever it is run.
+# workload (beside itself) from wherever it is run; doctor checks that library.
+out=$(/usr/bin/dspreload doctor 2>&1)
+echo "$out" | grep -F "$libdir/libdspreload.so (dspreload $version)" | grep -q '^OK  *library ' ||
+  { echo "$out"; fail "dspreload doctor: no OK library line for $libdir/libdspreload.so"; }
 out=$(/usr/bin/dspreload demo 2>&1) || { echo "$out"; fail "dspreload demo exited $?"; }
 echo "$out" | grep -q "^What dspreload did: " || { echo "$out"; fail "dspreload demo printed no 'What dspreload did' summary"; }
 

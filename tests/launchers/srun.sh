@@ -47,24 +47,31 @@ PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSub
 CONF
 export SLURM_CONF="$s/slurm.conf"
 unset SLURM_JOB_ID SLURM_JOBID  # a job of this cluster, not of one the test may run in
-# Stopped at exit whatever happened: asked first, then by the pids they wrote.
+# The daemons run in the foreground (-D), as background jobs of this shell:
+# in its process group, which meson's timeout signals (SIGTERM, then SIGKILL
+# half a second later, before the EXIT trap could stop them). Daemonized, they
+# left their own session and kept running, as root, after a killed test.
+# Stopped at exit whatever happened: asked first, then by their pids.
+slurmctld -D -i >"$tmp/slurmctld.out" 2>&1 &
+ctld=$!
+slurmd -D -N localhost >"$tmp/slurmd.out" 2>&1 &
+slurmd=$!
 cleanup_hook='scontrol shutdown >/dev/null 2>&1
-  for d in slurmd slurmctld; do
-    p=$(cat "$s/$d.pid" 2>/dev/null) || continue
+  for p in $slurmd $ctld; do
     i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     kill -KILL "$p" 2>/dev/null
   done'
-slurmctld -i || fail "slurmctld did not start: exit $?"
-slurmd -N localhost || fail "slurmd did not start: exit $?"
 i=0
 until [ "$(sinfo -h -n localhost -o %T 2>/dev/null)" = idle ]; do
   i=$((i + 1))
   [ $i -lt 600 ] || fail "the node is not idle after 60 s: $(sinfo 2>&1)"
+  kill -0 "$ctld" 2>/dev/null || fail "slurmctld exited"
+  kill -0 "$slurmd" 2>/dev/null || fail "slurmd exited"
   sleep 0.1
 done
 srun_ranks() {
   rm -f "$tmp/sync"/*
-  RANK_PIN_SYNC=$tmp/sync timeout 120 srun --ntasks-per-node 2 "$@"
+  RANK_PIN_SYNC=$tmp/sync timeout --foreground 120 srun --ntasks-per-node 2 "$@"
 }
 srun_ranks "$prog" >"$tmp/plain.out" 2>&1 || fail "srun without the shim: exit $?"
 srun_ranks "$dsp" --stats-file "$tmp/stats/dsp.%p.json" DSP_NODE_KEY="$key" \

@@ -509,6 +509,29 @@ node_nonsense_counters_are_dropped_not_believed)
     churn_through $mode "'$prog' scribble '$path' >/dev/null" "is corrupt (counters)"
   done
   ;;
+node_table_says_1_process_not_1_processes)
+  # Regression (issue 31's review): stats --node's head line, read by people,
+  # counted a ledger of one process as "1 processes".
+  parent_slot_alone vforkexit "the vfork child's exit"
+  grep -q "^ledger .*(key:$key): cap [^,]*, 1 process, 16 MiB pinned$" "$top/probe" ||
+    fail "stats --node's head line for one process: $(cat "$top/probe")"
+  ;;
+node_mpi_ranks_in_a_slurm_allocation_show_their_mpi_rank)
+  # Regression (issue 31's review): mpirun (Open MPI) or mpiexec (MPICH,
+  # Intel MPI) inside a Slurm allocation starts its ranks from per-node
+  # daemons that srun started, so every rank inherits SLURM_PROCID and
+  # SLURM_LOCALID (the daemon's: 0 on the first node). They were asked before
+  # the MPI's own variables, and all the ranks of a node showed rank 0.
+  export SLURM_PROCID=0 SLURM_LOCALID=0
+  for mpi in "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_LOCAL_RANK=1" "PMI_RANK=3 MPI_LOCALRANKID=1"; do
+    # shellcheck disable=SC2086 # two assignments
+    export $mpi
+    parent_slot_alone vforkexit "the vfork child's exit"
+    grep -q "^$parent  *3  *1 .* live$" "$top/probe" ||
+      fail "with SLURM_PROCID=0 SLURM_LOCALID=0 $mpi: not rank 3, local 1: $(cat "$top/probe")"
+    unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_LOCAL_RANK PMI_RANK MPI_LOCALRANKID
+  done
+  ;;
 *) fail "unknown case $name" ;;
 esac
 echo PASS

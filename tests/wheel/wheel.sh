@@ -32,18 +32,15 @@ fi
 
 tmp=$(mktemp -d) || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT
+# A signal (meson's timeout, ^C) exits through the EXIT trap: sh runs none
+# when a signal without a trap ends it, and the venv and build stayed in /tmp.
+trap 'exit 1' HUP INT TERM
 unset LD_PRELOAD PYTHONPATH PYTHONHOME
 for v in $(env | sed -n 's/^\(DSP_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 OMP_NUM_THREADS=1
 
 # The tree as git sees it (tracked and new files, not the build directories).
-mkdir "$tmp/src"
-if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t "$tmp/src") ||
-    fail "cannot copy the source tree"
-else
-  tar -C "$src" --exclude='./build*' -cf - . | tar -C "$tmp/src" -xf - || fail "cannot copy the source tree"
-fi
+sh "$here/../copy_tree.sh" "$src" "$tmp/src" || fail "cannot copy the source tree"
 
 # The documented build: offline, with Debian's meson-python.
 (cd "$tmp/src" && "$py" -m build --no-isolation --wheel --outdir "$tmp/dist" .) \
@@ -86,11 +83,15 @@ for cmd in "$vpy -m dspreload" "$tmp/venv/bin/dspreload"; do
   [ $rc -eq 2 ] || fail "$cmd --no-such-option exited $rc, expected 2"
   $cmd -- "$tmp/no-such-program" 2>/dev/null; rc=$?
   [ $rc -eq 127 ] || fail "$cmd -- a missing program exited $rc, expected 127"
+  # doctor checks the library the launcher would preload: the bundled one.
+  out=$($cmd doctor 2>&1)
+  echo "$out" | grep -F "$lib (dspreload $version)" | grep -q '^OK  *library ' ||
+    { echo "$out"; fail "$cmd doctor: no OK library line for the bundled $lib"; }
   out=$($cmd demo 2>&1); rc=$?
   [ $rc -eq 0 ] || { echo "$out"; fail "$cmd demo exited $rc"; }
   echo "$out" | grep -q '^What dspreload did' || { echo "$out"; fail "$cmd demo: no 'What dspreload did' summary"; }
 done
-echo "python -m dspreload and the venv's dspreload: launcher, exit statuses and demo as the C command"
+echo "python -m dspreload and the venv's dspreload: launcher, exit statuses, doctor and demo as the C command"
 
 # LD_PRELOAD=$(python -m dspreload --lib) python script.py, and the same
 # script without it.
