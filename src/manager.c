@@ -23,6 +23,7 @@
 #include "pin.h"
 #include "arena.h"
 #include "node.h"
+#include "numa.h"
 #include "plan.h"
 #include "registry.h"
 #include "span_kind.h"
@@ -140,14 +141,16 @@ enum refusal {
 
 /* Under mu: a pooled span made the live block; NULL on a miss (POOL_MISS) or when
  * the registry has no room for it (REFUSED: counted, the span retired). */
-static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *out,
+static struct dsp_span *from_pool(size_t len, unsigned how, int node, struct dsp_block *out,
                                   enum refusal *why) {
     struct dsp_manager *m = &dsp_mgr;
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     /* Served memory only from its kind's pool of served (registered)
-     * spans, the rest only from the general one. */
+     * spans, the rest only from the general one; from node's partition
+     * only. */
     int served = DSP_BLK_SERVED_KIND(how);
-    struct dsp_span *s = served ? dsp_pool_get_registered(m, served, len) : dsp_pool_get(m, len);
+    struct dsp_span *s =
+        served ? dsp_pool_get_registered(m, served, len, node) : dsp_pool_get(m, len, node);
     if (!s) {
         dsp_stat_add(DSP_ST_pool_misses, 1);
         *why = POOL_MISS;
@@ -219,6 +222,8 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
         return -1;
     }
     s->counted = 1;
+    if (DSP_PIN_NODE(rc) >= 0) s->node = (uint8_t)DSP_PIN_NODE(rc); /* where it landed */
+    dsp_numa_count_pinned(s->node, pin, 1);
     dsp_stat_add(DSP_ST_pinned_new_bytes, pin);
     if (pin > len) {
         /* The chunk's rest, counted and locked like the block: pooled, or
@@ -264,7 +269,7 @@ static int page_kind(struct dsp_manager *m, size_t len) {
 
 /* Under mu, which it drops while the pages are populated and locked: a newly
  * pinned span made the live block; NULL with why when refused. */
-static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
+static struct dsp_span *pin_new(size_t len, unsigned how, int node, struct dsp_block *out,
                                 enum refusal *why) {
     struct dsp_manager *m = &dsp_mgr;
     if (dsp_arena_ready(m) != 0) {
@@ -292,9 +297,11 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     }
     s->served = DSP_BLK_SERVED_KIND(how);
     s->shared = s->served && dsp_shm_ready(m) ? DSP_SHARED_OURS : 0;
+    s->node = (uint8_t)node;
+    int bind = __atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED) ? node : -1;
     dsp_mgr_unlock();
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
-    int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, pages);
+    int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, pages, bind);
     dsp_mgr_lock();
     if (settle_new(m, s, len, pin, lock, rc, why) != 0) return NULL;
     s->user = (how >> 16) & DSP_BLOCKF_USER;
@@ -314,10 +321,17 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     struct dsp_manager *m = &dsp_mgr;
     size_t len = dsp_align_up(size, DSP_PAGE);
     enum refusal why = POOL_MISS;
+    /* The node the block is for, decided outside the lock (the CUDA
+     * layer's device query may call into the runtime): planned first, since
+     * the topology is read with the plan. Placement off, or one node: 0. */
+    if (DSP_UNLIKELY(!atomic_load_explicit(&m->planned, memory_order_acquire))) dsp_plan();
+    int node = DSP_UNLIKELY(__atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED))
+                   ? dsp_numa_pick(DSP_BLK_SERVED_KIND(how) != 0)
+                   : 0;
 
     dsp_mgr_lock();
-    struct dsp_span *s = from_pool(len, how, out, &why);
-    if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
+    struct dsp_span *s = from_pool(len, how, node, out, &why);
+    if (!s && why == POOL_MISS) s = pin_new(len, how, node, out, &why);
     dsp_node_poll(m); /* a process without the ledger's timer answers here */
     dsp_mgr_unlock();
     if (DSP_UNLIKELY(dsp_node_wait_len)) {
@@ -329,8 +343,8 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
             dsp_node_wait();
             why = POOL_MISS;
             dsp_mgr_lock();
-            s = from_pool(len, how, out, &why);
-            if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
+            s = from_pool(len, how, node, out, &why);
+            if (!s && why == POOL_MISS) s = pin_new(len, how, node, out, &why);
             dsp_mgr_unlock();
             dsp_node_retry_done();
         }
@@ -552,15 +566,18 @@ static void fork_child(void) {
     struct dsp_manager *m = &dsp_mgr;
     dsp_defer_fork_child();
     uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
-             pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);
+             pool_max = dsp_stat_get(DSP_ST_pool_max_bytes),
+             numa_nodes = dsp_stat_get(DSP_ST_numa_nodes);
     dsp_stats_reset();
     dsp_stat_set(DSP_ST_budget_bytes, budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
+    dsp_stat_set(DSP_ST_numa_nodes, numa_nodes);
     /* Nothing is locked or registered here: the child must never call CUDA
      * for inherited memory, so registered spans are dropped, not unregistered. */
     m->pinned = m->locked = 0;
     m->kept = 0; /* the layers' kept blocks are stale here: dropped uncounted (bounce.c) */
     dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
+    dsp_numa_fork_child();            /* nothing is pinned or pooled here */
     atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
     dsp_shm_fork_child(m);            /* served memory stays shared with the parent */
     size_t live = 0, blocks = 0;
@@ -612,7 +629,7 @@ static size_t node_trim(void) {
  * device is known, stay: offering them would make every refusal elsewhere
  * wait DSP_NODE_WAIT for nothing). */
 static size_t yieldable(struct dsp_manager *m) {
-    size_t n = m->cached.bytes + m->kept;
+    size_t n = dsp_cached_bytes(m) + m->kept;
     for (int i = 1; i <= DSP_SPAN_KINDS; i++) {
         const struct dsp_span_kind *k = kind_ops(i);
         if (k && k->can_yield && k->can_yield()) n += dsp_pool_kind_bytes(m, i);
@@ -633,6 +650,9 @@ static void init_once(void) {
     struct dsp_manager *m = &dsp_mgr;
     m->huge_mode = (int)dsp_opt(DSP_OPT_HUGEPAGES);
     m->prefault_threads = (int)dsp_opt(DSP_OPT_PREFAULT_THREADS);
+    if (dsp_numa_configure(dsp_opt_str(DSP_OPT_NUMA)) != 0)
+        dsp_warn("DSP_NUMA=%s is none of auto, device, cpu, off or a node number; using auto",
+                 dsp_opt_str(DSP_OPT_NUMA));
     /* A size given is checked now, with the other options' errors; auto is
      * of RAM, read at the first pin. */
     size_t arena = (size_t)dsp_opt(DSP_OPT_ARENA_SIZE);
@@ -667,6 +687,7 @@ static void plan(struct dsp_manager *m) {
         m->arena_size = dsp_align_up(arena, DSP_GiB);
     }
     dsp_budget_configure(m);
+    dsp_numa_plan(dsp_numa_sysfs()); /* one file with DSP_NUMA=off or one node */
     atomic_store_explicit(&m->planned, 1, memory_order_release);
 }
 

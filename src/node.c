@@ -407,7 +407,7 @@ int dsp_node_reserve(size_t len, int silent) {
     if (reclaim_dead() != 0) return 0;
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     if (silent || len > cap) return -ENOMEM;
-    if (node.m->cached.bytes) {
+    if (dsp_cached_bytes(node.m)) {
         node.ops->release_pool(node.m);
         if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     }

@@ -91,7 +91,7 @@ static inline void dsp_node_poll(struct dsp_manager *m) {
         if (DSP_UNLIKELY(atomic_load_explicit(&s->trim_req, memory_order_relaxed) !=
                          atomic_load_explicit(&dsp_node_trim_seen, memory_order_relaxed)))
             dsp_node_yield(s);
-        atomic_store_explicit(&s->pooled, m->cached.bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->pooled, dsp_cached_bytes(m), memory_order_relaxed);
     }
 }
 

@@ -10,30 +10,58 @@
  * as the driver's) are reused, by the kind's served allocations (`reuse`);
  * the rest (a hinted or dsp_alloc block the program registered) wait in
  * `held` for eviction, since handing private memory to cudaHostAlloc would
- * make its forks copy (issue 13). */
+ * make its forks copy (issue 13).
+ *
+ * Both are partitioned by NUMA node (issue 33): a span is pooled on the node
+ * its pages are on (span->node) and reused only for a request on that node,
+ * so that memory placed for one GPU's node is never handed to a loader of
+ * another node's GPU. With placement off every span is node 0's. */
 #include "budget.h"
 #include "manager.h"
 #include "pin.h"
 #include "arena.h"
 #include "pool.h"
 #include "node.h"
+#include "numa.h"
 #include "stats.h"
+
+/* The pooled bytes of one node, the general pool's and every kind's. */
+static size_t node_pooled(struct dsp_manager *m, int node) {
+    size_t n = m->cached[node].bytes;
+    for (int k = 0; k < DSP_SPAN_KINDS; k++) n += m->kinds[k].reuse[node].bytes;
+    return n;
+}
 
 static void publish(struct dsp_manager *m) {
     dsp_stat_set(DSP_ST_pool_cached_bytes, dsp_pooled_bytes(m));
+    if (__atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED))
+        for (int n = 0; n < DSP_NUMA_NODES; n++) dsp_numa_set_pooled(n, node_pooled(m, n));
 }
 
-struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len) {
-    struct dsp_span *s = dsp_bins_find(&m->cached, len);
+/* Of n partitions, the one holding the largest span; NULL when all are
+ * empty. */
+static struct dsp_bins *largest_of(struct dsp_bins *b, int n) {
+    struct dsp_bins *best = NULL;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        struct dsp_span *s = b[i].bytes ? dsp_bins_largest(&b[i]) : NULL;
+        if (s && s->len > len) best = &b[i], len = s->len;
+    }
+    return best;
+}
+
+struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len, int node) {
+    struct dsp_bins *b = &m->cached[node];
+    struct dsp_span *s = dsp_bins_find(b, len);
     if (!s) return NULL;
-    dsp_bins_remove(&m->cached, s);
+    dsp_bins_remove(b, s);
     if (s->len > len) {
         struct dsp_span *tail = dsp_span_split(m, s, len);
         if (!tail) { /* no metadata for the split: keep it whole in the pool */
-            dsp_bins_insert(&m->cached, s);
+            dsp_bins_insert(b, s);
             return NULL;
         }
-        dsp_bins_insert(&m->cached, tail);
+        dsp_bins_insert(b, tail);
     }
     s->state = DSP_SPAN_LIVE;
     publish(m);
@@ -42,9 +70,9 @@ struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len) {
 
 /* At most a quarter more: the rest of the span is idle while the block
  * lives. */
-struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, int kind, size_t len) {
+struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, int kind, size_t len, int node) {
     if (kind < 1 || kind > DSP_SPAN_KINDS) return NULL;
-    struct dsp_bins *b = &m->kinds[kind - 1].reuse;
+    struct dsp_bins *b = &m->kinds[kind - 1].reuse[node];
     struct dsp_span *s = dsp_bins_find(b, len);
     if (!s || s->len - len > len / 4) return NULL;
     dsp_bins_remove(b, s);
@@ -54,14 +82,16 @@ struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, int kind, size_t
 }
 
 struct dsp_bins *dsp_pool_bins(struct dsp_manager *m, const struct dsp_span *s) {
-    if (!s->reg) return &m->cached;
+    if (!s->reg) return &m->cached[s->node];
     struct dsp_kind_pool *k = &m->kinds[s->reg - 1];
-    return s->served == s->reg ? &k->reuse : &k->held;
+    return s->served == s->reg ? &k->reuse[s->node] : &k->held;
 }
 
 size_t dsp_pool_kind_bytes(struct dsp_manager *m, int kind) {
     const struct dsp_kind_pool *k = &m->kinds[kind - 1];
-    return k->reuse.bytes + k->held.bytes;
+    size_t n = k->held.bytes;
+    for (int i = 0; i < DSP_NUMA_NODES; i++) n += k->reuse[i].bytes;
+    return n;
 }
 
 size_t dsp_pool_registered_bytes(struct dsp_manager *m) {
@@ -72,7 +102,7 @@ size_t dsp_pool_registered_bytes(struct dsp_manager *m) {
 
 static int mergeable(const struct dsp_span *a, const struct dsp_span *b) {
     return a && a->state == DSP_SPAN_CACHED && !a->reg && a->locked == b->locked &&
-           a->counted == b->counted && a->shared == b->shared;
+           a->counted == b->counted && a->shared == b->shared && a->node == b->node;
 }
 
 void dsp_pool_put(struct dsp_manager *m, struct dsp_span *s) {
@@ -84,24 +114,24 @@ void dsp_pool_put(struct dsp_manager *m, struct dsp_span *s) {
     }
     struct dsp_span *p = s->aprev, *n = s->anext;
     if (mergeable(p, s)) {
-        dsp_bins_remove(&m->cached, p);
+        dsp_bins_remove(&m->cached[p->node], p);
         p->len += s->len;
         p->huge &= s->huge;
         dsp_span_unlink(m, s);
         s = p;
     }
     if (mergeable(n, s)) {
-        dsp_bins_remove(&m->cached, n);
+        dsp_bins_remove(&m->cached[n->node], n);
         s->len += n->len;
         s->huge &= n->huge;
         dsp_span_unlink(m, n);
     }
-    dsp_bins_insert(&m->cached, s);
+    dsp_bins_insert(&m->cached[s->node], s);
     publish(m);
 }
 
 size_t dsp_pooled_bytes(struct dsp_manager *m) {
-    return m->cached.bytes + dsp_pool_registered_bytes(m);
+    return dsp_cached_bytes(m) + dsp_pool_registered_bytes(m);
 }
 
 /* The one limit of both pools together, which every check of what may stay
@@ -138,7 +168,10 @@ void dsp_span_release(struct dsp_manager *m, struct dsp_span *s) {
         dsp_pool_put(m, s);
         return;
     }
-    if (s->counted) dsp_budget_release(m, s->len, was_locked);
+    if (s->counted) {
+        dsp_budget_release(m, s->len, was_locked);
+        dsp_numa_count_pinned(s->node, s->len, -1);
+    }
     s->counted = 0;
     s->reg = 0;
     s->user = 0;
@@ -178,16 +211,21 @@ size_t dsp_pool_release_until(struct dsp_manager *m, size_t cached_max) {
     size_t released = 0;
     struct dsp_span *kept = NULL;
     int aside = 0;
-    while (m->cached.bytes > cached_max && aside < SET_ASIDE_MAX) {
-        struct dsp_span *s = dsp_bins_largest(&m->cached);
+    struct dsp_bins *b;
+    while (dsp_cached_bytes(m) > cached_max && aside < SET_ASIDE_MAX &&
+           (b = largest_of(m->cached, DSP_NUMA_NODES))) {
+        struct dsp_span *s = dsp_bins_largest(b);
         int was_locked = s->locked;
-        dsp_bins_remove(&m->cached, s);
+        dsp_bins_remove(b, s);
         if (dsp_pin_drop(m, s) != 0) { /* logged; it stays cached and counted */
             set_aside(&kept, s);
             aside++;
             continue;
         }
-        if (s->counted) dsp_budget_release(m, s->len, was_locked);
+        if (s->counted) {
+            dsp_budget_release(m, s->len, was_locked);
+            dsp_numa_count_pinned(s->node, s->len, -1);
+        }
         s->counted = 0;
         released += s->len;
         dsp_arena_vacate(m, s);
@@ -200,7 +238,7 @@ size_t dsp_pool_release_until(struct dsp_manager *m, size_t cached_max) {
 
 void dsp_pool_make_room(struct dsp_manager *m, size_t len, int lock) {
     size_t excess = dsp_budget_excess(m, len, lock);
-    if (excess) dsp_pool_release_until(m, m->cached.bytes - excess);
+    if (excess) dsp_pool_release_until(m, dsp_cached_bytes(m) - excess);
 }
 
 /* Takes up to max of kind's pooled spans, those no allocation reuses first,
@@ -215,7 +253,7 @@ size_t dsp_pool_evict_registered(struct dsp_manager *m, int kind, size_t keep,
     struct dsp_span *kept = NULL;
     struct dsp_kind_pool *k = &m->kinds[kind - 1];
     while (n < max && dsp_pool_kind_bytes(m, kind) > keep) {
-        struct dsp_bins *b = k->held.bytes ? &k->held : &k->reuse;
+        struct dsp_bins *b = k->held.bytes ? &k->held : largest_of(k->reuse, DSP_NUMA_NODES);
         struct dsp_span *s = dsp_bins_largest(b);
         dsp_bins_remove(b, s);
         if (synced_only && s->unsynced) {
