@@ -35,7 +35,8 @@ static const struct dsp_numa_device *_Atomic device_ops;
 static _Atomic int device_node[DEVICE_MAX]; /* node + 2 of each device; 0 not asked, 1 unknown */
 static DSP_TLS int last_device_node;        /* node + 1 of this thread's last CUDA allocation */
 
-static struct { _Atomic uint64_t pinned, pooled, fallbacks; } st[DSP_NUMA_NODES];
+static struct { _Atomic uint64_t pinned, fallbacks; } st[DSP_NUMA_NODES];
+uint64_t dsp_numa_pooled[DSP_NUMA_NODES];
 
 int dsp_numa_configure(const char *value) {
     static const struct {
@@ -200,10 +201,6 @@ void dsp_numa_count_pinned(int node, size_t len, int sign) {
         atomic_fetch_sub_explicit(&st[node].pinned, len, memory_order_relaxed);
 }
 
-void dsp_numa_set_pooled(int node, size_t bytes) {
-    atomic_store_explicit(&st[node].pooled, bytes, memory_order_relaxed);
-}
-
 /* One line for every fallback of the process (issue 33: "one log line"); the
  * figures per node count them all. */
 static int fallback_said;
@@ -230,7 +227,7 @@ int dsp_numa_node_stats(int node, struct dsp_numa_node_stats *out) {
         node >= DSP_NUMA_NODES || !dsp_numa_online(node))
         return 0;
     out->pinned = atomic_load_explicit(&st[node].pinned, memory_order_relaxed);
-    out->pooled = atomic_load_explicit(&st[node].pooled, memory_order_relaxed);
+    out->pooled = __atomic_load_n(&dsp_numa_pooled[node], __ATOMIC_RELAXED);
     out->fallbacks = atomic_load_explicit(&st[node].fallbacks, memory_order_relaxed);
     return 1;
 }
@@ -238,7 +235,7 @@ int dsp_numa_node_stats(int node, struct dsp_numa_node_stats *out) {
 void dsp_numa_fork_child(void) {
     for (int n = 0; n < DSP_NUMA_NODES; n++) {
         atomic_store_explicit(&st[n].pinned, 0, memory_order_relaxed);
-        atomic_store_explicit(&st[n].pooled, 0, memory_order_relaxed);
+        __atomic_store_n(&dsp_numa_pooled[n], 0, __ATOMIC_RELAXED);
         atomic_store_explicit(&st[n].fallbacks, 0, memory_order_relaxed);
     }
 }

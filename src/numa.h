@@ -75,13 +75,19 @@ int dsp_numa_online(int node);
 
 /* The figures per node, for the statistics: bytes pinned (counted in the
  * budget) and pooled, and blocks that landed on another node than asked
- * (fallbacks). pinned and fallbacks are counted under the manager's lock,
- * pooled set there by the pool. */
+ * (fallbacks), counted under the manager's lock. */
 struct dsp_numa_node_stats {
     uint64_t pinned, pooled, fallbacks;
 };
 void dsp_numa_count_pinned(int node, size_t len, int sign);
-void dsp_numa_set_pooled(int node, size_t bytes);
+/* Bytes pooled on each node, counted by the pool under the manager's lock
+ * (pool.c), read by the statistics without it. */
+extern uint64_t dsp_numa_pooled[DSP_NUMA_NODES];
+static inline void dsp_numa_count_pooled(int node, size_t len, int sign) {
+    uint64_t *c = &dsp_numa_pooled[node];
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + (sign > 0 ? len : -len),
+                     __ATOMIC_RELAXED);
+}
 /* A block asked on want that landed on got (-1: could not be bound at all):
  * counted on want, and said once (the first time). */
 void dsp_numa_fallback(int want, int got, size_t len);
