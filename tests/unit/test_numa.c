@@ -101,19 +101,16 @@ static const struct dsp_numa_device gpus = {current, bus_id};
 static void freed(uintptr_t base, size_t len) {
     (void)base, (void)len;
 }
-static int no_room(size_t len) {
-    (void)len;
-    return 0;
-}
-static void nothing(void) {}
-static size_t none(void) {
-    return 0;
-}
-static const struct dsp_span_kind cuda = {freed, no_room, nothing, none, NULL, NULL};
+static const struct dsp_span_kind cuda = {freed, kind_no_room, kind_nothing, kind_none, NULL, NULL};
 
 static void two_nodes(void) {
     machine();
     dsp_numa_set_device(&gpus);
+}
+/* Two nodes and DSP_NUMA=value. */
+static void numa_mode(const char *value) {
+    two_nodes();
+    setenv("DSP_NUMA", value, 1);
 }
 
 /* A block of dsp_alloc from a thread on cpu: the node it was bound to. */
@@ -234,8 +231,7 @@ Test(numa, a_node_that_cannot_be_bound_still_serves, .init = bind_refused) {
 }
 
 static void fixed_node(void) {
-    two_nodes();
-    setenv("DSP_NUMA", "1", 1);
+    numa_mode("1");
 }
 Test(numa, a_fixed_node_takes_every_block, .init = fixed_node) {
     alloc_on_cpu(0);
@@ -244,19 +240,22 @@ Test(numa, a_fixed_node_takes_every_block, .init = fixed_node) {
 }
 
 static void missing_node(void) {
-    two_nodes();
-    setenv("DSP_NUMA", "5", 1);
+    numa_mode("5");
 }
-Test(numa, a_fixed_node_not_online_falls_back_to_the_cpus, .init = missing_node) {
+/* A DSP_NUMA that cannot be followed: said, and the CPU's node instead. */
+static void placed_by_the_cpu_saying(const char *said) {
     log_capture_start();
     alloc_on_cpu(1);
     cr_assert_eq(bound_node, 1);
-    cr_assert(strstr(log_capture_collect(), "DSP_NUMA=5: no such node online"));
+    const char *log = log_capture_collect();
+    cr_assert(strstr(log, said), "%s", log);
+}
+Test(numa, a_fixed_node_not_online_falls_back_to_the_cpus, .init = missing_node) {
+    placed_by_the_cpu_saying("DSP_NUMA=5: no such node online");
 }
 
 static void device_mode(void) {
-    two_nodes();
-    setenv("DSP_NUMA", "device", 1);
+    numa_mode("device");
 }
 Test(numa, device_mode_places_plain_blocks_by_the_last_device, .init = device_mode) {
     int k = dsp_span_kind_add(&cuda);
@@ -270,8 +269,7 @@ Test(numa, device_mode_places_plain_blocks_by_the_last_device, .init = device_mo
 }
 
 static void cpu_mode(void) {
-    two_nodes();
-    setenv("DSP_NUMA", "cpu", 1);
+    numa_mode("cpu");
 }
 Test(numa, cpu_mode_never_asks_the_device, .init = cpu_mode) {
     int k = dsp_span_kind_add(&cuda);
@@ -284,8 +282,7 @@ Test(numa, cpu_mode_never_asks_the_device, .init = cpu_mode) {
 }
 
 static void off(void) {
-    two_nodes();
-    setenv("DSP_NUMA", "off", 1);
+    numa_mode("off");
 }
 Test(numa, off_places_nothing, .init = off) {
     alloc_on_cpu(1);
@@ -310,14 +307,10 @@ Test(numa, one_node_places_nothing, .init = one_node) {
 }
 
 static void bad_value(void) {
-    two_nodes();
-    setenv("DSP_NUMA", "socket", 1);
+    numa_mode("socket");
 }
 Test(numa, a_value_of_no_mode_is_auto_with_a_warning, .init = bad_value) {
-    log_capture_start();
-    alloc_on_cpu(1);
-    cr_assert_eq(bound_node, 1);
-    cr_assert(strstr(log_capture_collect(), "DSP_NUMA=socket is none of"));
+    placed_by_the_cpu_saying("DSP_NUMA=socket is none of");
 }
 
 /* The sysfs readers themselves, on the simulated tree. */
