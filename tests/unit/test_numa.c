@@ -14,6 +14,8 @@
 #include <dspreload.h>
 #include <errno.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +313,27 @@ static void bad_value(void) {
 }
 Test(numa, a_value_of_no_mode_is_auto_with_a_warning, .init = bad_value) {
     placed_by_the_cpu_saying("DSP_NUMA=socket is none of");
+}
+
+/* The threads that populate a large block run on its node's CPUs: the
+ * affinity they are created with, recorded. */
+static int affinity_set, affinity_cpu1_only;
+int __real_pthread_attr_setaffinity_np(pthread_attr_t *a, size_t n, const cpu_set_t *set);
+int __wrap_pthread_attr_setaffinity_np(pthread_attr_t *a, size_t n, const cpu_set_t *set) {
+    affinity_set++;
+    affinity_cpu1_only = CPU_COUNT_S(n, set) == 1 && CPU_ISSET_S(1, n, set);
+    return __real_pthread_attr_setaffinity_np(a, n, set);
+}
+static void two_threads(void) {
+    numa_mode("auto");
+    setenv("DSP_PREFAULT_THREADS", "2", 1);
+}
+Test(numa, a_large_blocks_populating_threads_run_on_its_node, .init = two_threads) {
+    cpu = 1;
+    cr_assert_not_null(dsp_alloc(256 << 20));
+    cr_assert_eq(bound_node, 1);
+    cr_assert_eq(affinity_set, 1, "the helper threads get an affinity");
+    cr_assert(affinity_cpu1_only, "node 1's CPUs: CPU 1");
 }
 
 /* The sysfs readers themselves, on the simulated tree. */
