@@ -600,6 +600,8 @@ static void fork_child(void) {
         dsp_pin_drop(m, s);
         next = dsp_arena_vacate(m, s)->anext; /* it may have merged with next */
     }
+    m->pooled_bytes = m->cached_bytes = 0; /* every pooled span was given back above */
+    for (int i = 0; i < DSP_SPAN_KINDS; i++) m->kinds[i].bytes = 0;
     dsp_stat_set(DSP_ST_live_bytes, live);
     dsp_stat_set(DSP_ST_blocks_live, blocks);
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());

@@ -37,7 +37,11 @@ struct dsp_manager {
     struct dsp_kind_pool {
         const struct dsp_span_kind *ops;
         struct dsp_bins reuse[DSP_NUMA_NODES], held;
+        size_t bytes; /* in reuse and held */
     } kinds[DSP_SPAN_KINDS];
+    /* Bytes in the pools' indexes: all of them, and the general pool's
+     * (pool.c keeps them as spans go in and out). Under mu. */
+    size_t pooled_bytes, cached_bytes;
     /* Served memory's memfd (pin.c): descriptor + 1 (0: none yet), its
      * identity (the program may close the descriptor and reuse the number),
      * and -1 once it proved impossible (served blocks are then private). */
@@ -67,9 +71,7 @@ extern struct dsp_manager dsp_mgr;
 
 /* Under mu: the bytes of the general pool, every node's partition. */
 static inline size_t dsp_cached_bytes(const struct dsp_manager *m) {
-    size_t n = 0;
-    for (int i = 0; i < DSP_NUMA_NODES; i++) n += m->cached[i].bytes;
-    return n;
+    return m->cached_bytes;
 }
 
 /* The manager's mutex: a slot of the locks fork takes (fork.h), named here
