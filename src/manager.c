@@ -550,9 +550,10 @@ DSP_API const char *dsp_version(void) {
 
 extern char **environ;
 
-struct dsp_manager dsp_mgr = {
-    .spans = DSP_SLAB_INIT(sizeof(struct dsp_span)),
-};
+/* Zero-initialised, so in .bss: with its pools partitioned by NUMA node it is
+ * over 100 KiB, which an initialiser would put in the library's file and
+ * .data (the span slab's object size is set in init_once). */
+struct dsp_manager dsp_mgr;
 
 _Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
 static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
@@ -650,6 +651,7 @@ static void init_once(void) {
     dsp_config_load(environ, 0); /* shares (50%) are taken at the first pin */
     __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);
     struct dsp_manager *m = &dsp_mgr;
+    m->spans = (struct dsp_slab)DSP_SLAB_INIT(sizeof(struct dsp_span));
     m->huge_mode = (int)dsp_opt(DSP_OPT_HUGEPAGES);
     m->prefault_threads = (int)dsp_opt(DSP_OPT_PREFAULT_THREADS);
     if (dsp_numa_configure(dsp_opt_str(DSP_OPT_NUMA)) != 0)
