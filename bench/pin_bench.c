@@ -21,6 +21,12 @@
  *      (goal >= 1000x), and the cycle with the program's mprotect(RW) and
  *      madvise(WILLNEED) through the manager's hooks against the same calls
  *      as plain system calls: the cost of following them (goal <= 1.05x)
+ *   7. NUMA placement (issue 33), on against DSP_NUMA=off in the same run:
+ *      the first pin of 64 MiB and 1 GiB (--quick: 64 MiB), goal at most 2%
+ *      slower (ratio >= 0.98), and the 64 MiB pool cycle, goal nothing
+ *      measurable (ratio >= 0.98). On a machine of one node placement is
+ *      forced on for node 0 (dsp_numa_active): the mbind, the page's node
+ *      and the CPU's are then what a machine of several nodes pays.
  * --only DIGITS runs only those sections (--only 56).
  * Prints a Markdown table; --json FILE also writes every figure, and
  * --schema-json FILE writes them with the plots' series in bench/schema.h's
@@ -30,6 +36,7 @@
 #include "config.h"
 #include "manager.h"
 #include "memcalls.h"
+#include "numa.h"
 #include "registry.h"
 #include "stats.h"
 #include "schema.h"
@@ -64,7 +71,7 @@ struct row {
     struct sample shim, base;
     double goal; /* ratio wanted (>=), or an absolute bound in unit when goal < 0 */
 };
-static struct row rows[32];
+static struct row rows[48];
 static int nrows;
 
 static void add_row(const char *id, const char *name, const char *unit, struct sample shim,
@@ -636,6 +643,51 @@ static void json_sample(FILE *f, const char *key, const struct sample *v) {
     fputc('}', f);
 }
 
+/* --- 7. NUMA placement ------------------------------------------------------ */
+
+static void placement(int on) {
+    __atomic_store_n(&dsp_numa_active, on, __ATOMIC_RELAXED);
+}
+
+static void bench_numa(int quick) {
+    dsp_plan(); /* the topology read, as at a first pin: then forced either way */
+    int active = dsp_numa_active;
+    double on[32], off[32];
+    char name[96], id[48];
+    size_t sizes[] = {(size_t)64 << 20, (size_t)1 << 30};
+    for (int k = 0; k < (quick ? 1 : 2); k++) {
+        size_t len = sizes[k];
+        int reps = len < (256 << 20) ? (quick ? 11 : 21) : 5;
+        for (int i = 0; i < reps; i++) { /* interleaved: drift hits both */
+            placement(0);
+            off[i] = shim_first(len);
+            placement(1);
+            on[i] = shim_first(len);
+        }
+        snprintf(name, sizeof name, "first pin of %zu MiB, NUMA placement vs DSP_NUMA=off",
+                 len >> 20);
+        snprintf(id, sizeof id, "pin.numa.first_pin.%zuMiB", len >> 20);
+        add_row(id, name, "s", summarize(on, reps), summarize(off, reps), 0.98);
+    }
+    size_t len = 64 << 20;
+    int batches = quick ? 7 : 21, per_batch = 2000;
+    for (int i = 0; i < batches; i++) {
+        for (int side = 0; side < 2; side++) {
+            placement(side);
+            void *warm = must_alloc(len); /* pinned on this side's terms, then pooled */
+            dsp_free(warm);
+            double t = now();
+            for (int n = 0; n < per_batch; n++) dsp_free(must_alloc(len));
+            (side ? on : off)[i] = (now() - t) / per_batch;
+        }
+    }
+    add_row("pin.numa.pool_cycle.64MiB",
+            "64 MiB alloc+free cycle (pool), NUMA placement vs DSP_NUMA=off", "s",
+            summarize(on, batches), summarize(off, batches), 0.98);
+    placement(active);
+    dsp_trim();
+}
+
 static void bench_first_pins(int quick) {
     bench_first_pin((size_t)1 << 30, quick ? 3 : 5, !quick);
     if (!quick) bench_first_pin((size_t)4 << 30, 5, 1);
@@ -649,11 +701,12 @@ static const struct {
     {"pool cycle", bench_pool_cycle},   {"first pin", bench_first_pins},
     {"lookups", bench_lookup},          {"pin throughput against block size", bench_pin_sweep},
     {"many live blocks", bench_blocks}, {"the program's calls on a pooled block", bench_calls},
+    {"NUMA placement", bench_numa},
 };
 
 int main(int argc, char **argv) {
     int quick = 0;
-    const char *json = NULL, *schema_json = NULL, *only = "123456";
+    const char *json = NULL, *schema_json = NULL, *only = "1234567";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -662,11 +715,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--schema-json") && i + 1 < argc)
             schema_json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc &&
-                 strspn(argv[i + 1], "123456") == strlen(argv[i + 1]) && argv[i + 1][0])
+                 strspn(argv[i + 1], "1234567") == strlen(argv[i + 1]) && argv[i + 1][0])
             only = argv[++i];
         else {
             fprintf(stderr,
-                    "usage: %s [--quick] [--only DIGITS (sections 1-6, e.g. 56)] [--json FILE] "
+                    "usage: %s [--quick] [--only DIGITS (sections 1-7, e.g. 56)] [--json FILE] "
                     "[--schema-json FILE]\n",
                     argv[0]);
             return 2;
@@ -682,7 +735,7 @@ int main(int argc, char **argv) {
     warm_machine((size_t)(quick ? 2 : 6) << 30); /* more than the largest pin */
     for (size_t k = 0; k < sizeof sections / sizeof *sections; k++) {
         if (!strchr(only, '1' + (int)k)) continue;
-        fprintf(stderr, "%zu/6 %s... (%.0f s)\n", k + 1, sections[k].name, now() - t0);
+        fprintf(stderr, "%zu/7 %s... (%.0f s)\n", k + 1, sections[k].name, now() - t0);
         sections[k].run(quick);
     }
     fprintf(stderr, "done (%.0f s)\n", now() - t0);

@@ -7,10 +7,12 @@
 #include "ledger.h"
 #include "maps.h"
 #include "node.h"
+#include "numa.h"
 #include "plan.h"
 #include "sys.h"
 #include "launcher.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -181,6 +183,69 @@ static void check_thp(void) {
              "%s: pinning large blocks is about 3.5x slower. Fix: echo madvise > "
              "/sys/kernel/mm/transparent_hugepage/enabled",
              mode[0] ? mode : "unknown");
+}
+
+/* A small sysfs file's first line, without its newline; "" when absent. */
+static void sysfs_line(const char *path, char *out, size_t cap) {
+    out[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    if (!fgets(out, (int)cap, f)) out[0] = 0;
+    fclose(f);
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* NUMA placement (issue 33): the nodes, DSP_NUMA, and each NVIDIA GPU's node
+ * as the manager reads it (bus/pci/devices/<bus id>/numa_node). */
+static void check_numa(void) {
+    const char *mode = getenv("DSP_NUMA");
+    if (!mode) mode = "auto";
+    if (dsp_numa_configure(mode) != 0) {
+        line("WARN", "NUMA placement",
+             "DSP_NUMA=%s is none of auto, device, cpu, off or a node number: auto is used", mode);
+        mode = "auto";
+    }
+    char online[256];
+    sysfs_line("/sys/devices/system/node/online", online, sizeof online);
+    if (!online[0] || (!strchr(online, '-') && !strchr(online, ','))) {
+        line("OK", "NUMA placement", "one node%s: nothing to place (placement costs nothing)",
+             online[0] ? "" : " (no NUMA)");
+        return;
+    }
+    char gpus[1024] = "";
+    size_t n = 0;
+    int unknown = 0;
+    DIR *d = opendir("/sys/bus/pci/devices");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[512], vendor[32], class[32];
+        snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/vendor", e->d_name);
+        sysfs_line(path, vendor, sizeof vendor);
+        snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/class", e->d_name);
+        sysfs_line(path, class, sizeof class);
+        if (strcmp(vendor, "0x10de") != 0 ||
+            (strncmp(class, "0x0300", 6) != 0 && strncmp(class, "0x0302", 6) != 0))
+            continue;
+        int node = dsp_numa_node_of_bus("/sys", e->d_name);
+        unknown += node < 0;
+        if (n < sizeof gpus)
+            n += (size_t)snprintf(gpus + n, sizeof gpus - n, "%s%s on node %d", n ? ", " : "",
+                                  e->d_name, node);
+    }
+    if (d) closedir(d);
+    if (!strcmp(mode, "off"))
+        line("WARN", "NUMA placement",
+             "nodes %s, DSP_NUMA=off: pinned blocks go where first touch puts them, often "
+             "across nodes from their GPU. Fix: unset DSP_NUMA (auto)%s%s",
+             online, n ? "; GPUs: " : "", gpus);
+    else if (unknown)
+        line("WARN", "NUMA placement",
+             "nodes %s, DSP_NUMA=%s; GPUs: %s. A GPU of node -1 (unknown, as in many VMs) gets "
+             "blocks on the calling CPU's node: pin its threads to the right node, or set "
+             "DSP_NUMA=N",
+             online, mode, gpus);
+    else
+        line("OK", "NUMA placement", "nodes %s, DSP_NUMA=%s; %s%s", online, mode,
+             n ? "GPUs: " : "no NVIDIA GPU found: blocks go on the calling CPU's node", gpus);
 }
 
 static void *try_open(const char *const *names, const char **which) {
@@ -360,6 +425,7 @@ int cmd_doctor(int argc, char **argv, const char *lib) {
     check_node();
     check_maps();
     check_thp();
+    check_numa();
     check_libraries();
     for (int i = 0; i < argc; i++) check_path(argv[i]);
     printf("%d FAIL, %d WARN\n", fails, warns);

@@ -3,6 +3,7 @@
 #include "fmt.h"
 #include "json_number.h"
 #include "launcher.h"
+#include "numa.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,6 +101,10 @@ int cmd_stats(int argc, char **argv, const char *lib) {
     if (argc >= 1 && !strcmp(argv[0], "--node")) return cmd_stats_node(argc - 1, argv + 1);
     if (argc < 1) return usage_error("stats: give the JSON files DSP_STATS_FILE wrote");
     u128 total[NCOLS] = {0};
+    /* NUMA placement (issue 33): each node's figures, every file's together. */
+    u128 numa[DSP_NUMA_NODES][3] = {{0}};
+    int numa_seen[DSP_NUMA_NODES] = {0};
+    static const char *const numa_key[3] = {"pinned_bytes", "pooled_bytes", "fallbacks"};
     int bad = 0, shown = 0;
     for (int i = 0; i < argc; i++) {
         char json[16384];
@@ -127,6 +132,15 @@ int cmd_stats(int argc, char **argv, const char *lib) {
             printf(" %12s", buf);
             if (have) total[c] += v;
         }
+        for (int node = 0; node < DSP_NUMA_NODES; node++)
+            for (int k = 0; k < 3; k++) {
+                char key[64];
+                unsigned long long v;
+                snprintf(key, sizeof key, "numa_node%d_%s", node, numa_key[k]);
+                if (dsp_json_u64(json, key, &v) != 0) continue;
+                numa[node][k] += v;
+                numa_seen[node] = 1;
+            }
         printf("\n");
         shown++;
     }
@@ -142,5 +156,14 @@ int cmd_stats(int argc, char **argv, const char *lib) {
         printf(" %12s", buf);
     }
     printf("\n");
+    for (int node = 0; node < DSP_NUMA_NODES; node++) {
+        if (!numa_seen[node]) continue;
+        char p[64], q[64], f[64];
+        cell(p, sizeof p, 1, numa[node][0], 1);
+        cell(q, sizeof q, 1, numa[node][1], 1);
+        cell(f, sizeof f, 1, numa[node][2], 0);
+        printf("NUMA node %d: %s pinned, %s pooled, %s %s elsewhere\n", node, p, q, f,
+               numa[node][2] == 1 ? "block" : "blocks");
+    }
     return bad;
 }

@@ -13,6 +13,7 @@
 #include "fork.h"
 #include "log.h"
 #include "manager.h"
+#include "numa.h"
 #include "reentry.h"
 #include "registry.h"
 #include "span_kind.h"
@@ -86,6 +87,28 @@ static const struct dsp_span_kind span_kind = {layer_freed, layer_make_room, lay
 /* Its number, once a layer started (0 before). */
 static _Atomic int kind;
 
+/* The device query the core's NUMA placement asks on a CUDA allocation
+ * (src/numa.h; issue 33): the runtime's device first, which is the current
+ * context's when one is (cudaGetDevice), else the driver's context's. */
+static const struct dsp_cuda_api *numa_api(int need_bus) {
+    static const int order[] = {DSP_CUDA_RUNTIME, DSP_CUDA_DRIVER};
+    for (int i = 0; i < 2; i++) {
+        const struct dsp_cuda_api *a = atomic_load(&apis[order[i]]);
+        if (a && (need_bus ? a->pci_bus_id != NULL : a->current_device != NULL)) return a;
+    }
+    return NULL;
+}
+static int numa_current(void) {
+    const struct dsp_cuda_api *a = numa_api(0);
+    int dev = -1;
+    return a && a->current_device(&dev) == 0 ? dev : -1;
+}
+static int numa_bus_id(int dev, char *buf, int len) {
+    const struct dsp_cuda_api *a = numa_api(1);
+    return a && a->pci_bus_id(buf, len, dev) == 0 ? 0 : -1;
+}
+static const struct dsp_numa_device numa_device = {numa_current, numa_bus_id};
+
 int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
     if (atomic_load(&forked)) return 0;
     int k = dsp_span_kind_add(&span_kind);
@@ -93,6 +116,7 @@ int dsp_cuda_start(const struct dsp_cuda_api *api, int slot) {
     atomic_store(&kind, k);
     dsp_fork_register(DSP_FORK_CUDA, fork_child);
     atomic_store(&apis[slot], api);
+    dsp_numa_set_device(&numa_device);
     return 1;
 }
 

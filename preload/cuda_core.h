@@ -48,6 +48,11 @@ struct dsp_cuda_api {
      * context is the caller's). */
     int (*get_device)(int *d);
     int (*set_device)(int d);
+    /* For NUMA placement (src/numa.h): the device current on the calling
+     * thread (the runtime's cudaGetDevice, the driver's cuCtxGetDevice) and
+     * a device's PCI bus id; 0 or the API's error. NULL when absent. */
+    int (*current_device)(int *d);
+    int (*pci_bus_id)(char *buf, int len, int dev);
     int no_driver_a, no_driver_b; /* codes meaning no usable driver or device */
 };
 

@@ -72,6 +72,13 @@ static int do_ready(void) {
     return CALL_REAL(cuCtxGetCurrent, &ctx) == 0 && ctx;
 }
 
+static int do_ctx_device(int *d) {
+    return CALL_REAL(cuCtxGetDevice, d);
+}
+static int do_bus_id(char *buf, int len, int dev) {
+    return CALL_REAL(cuDeviceGetPCIBusId, buf, len, dev);
+}
+
 static struct dsp_cuda_api api = {
     .layer = &layer,
     .name = "cuMemHostRegister",
@@ -85,6 +92,8 @@ static struct dsp_cuda_api api = {
 static int start(void) {
     if (dsp_real_driver.cuThreadExchangeStreamCaptureMode) api.exchange_mode = do_exchange;
     if (dsp_real_driver.cuCtxGetCurrent) api.ready = do_ready;
+    if (dsp_real_driver.cuCtxGetDevice) api.current_device = do_ctx_device;
+    if (dsp_real_driver.cuDeviceGetPCIBusId) api.pci_bus_id = do_bus_id;
     return dsp_cuda_start(&api, DSP_CUDA_DRIVER);
 }
 

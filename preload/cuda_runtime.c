@@ -58,6 +58,9 @@ static int do_get_device(int *d) {
 static int do_set_device(int d) {
     return CALL_REAL(cudaSetDevice, d);
 }
+static int do_bus_id(char *buf, int len, int dev) {
+    return CALL_REAL(cudaDeviceGetPCIBusId, buf, len, dev);
+}
 static void do_forget(void) {
     if (dsp_real_runtime.cudaGetLastError) DSP_CUDA_OUT(dsp_real_runtime.cudaGetLastError());
 }
@@ -79,6 +82,8 @@ static int start(void) {
         api.get_device = do_get_device;
         api.set_device = do_set_device;
     }
+    if (dsp_real_runtime.cudaGetDevice) api.current_device = do_get_device;
+    if (dsp_real_runtime.cudaDeviceGetPCIBusId) api.pci_bus_id = do_bus_id;
     return dsp_cuda_start(&api, DSP_CUDA_RUNTIME);
 }
 

@@ -46,7 +46,9 @@
 
 #define DSP_FNS_driver(F, V)                                                                       \
     F(driver, cuCtxGetCurrent, CALL, OPTIONAL, CUresult, (void **))                                \
+    F(driver, cuCtxGetDevice, CALL, OPTIONAL, CUresult, (int *))                                   \
     F(driver, cuCtxSynchronize, CALL, REQUIRED, CUresult, (void))                                  \
+    F(driver, cuDeviceGetPCIBusId, CALL, OPTIONAL, CUresult, (char *, int, int))                   \
     V(driver, cuGetProcAddress, 12000, CUresult, OPTIONAL,                                         \
       (const char *, void **, int, unsigned long long), OPTIONAL,                                  \
       (const char *, void **, int, unsigned long long, int *))                                     \
@@ -66,6 +68,7 @@
     F(driver, cuThreadExchangeStreamCaptureMode, CALL, OPTIONAL, CUresult, (int *))
 
 #define DSP_FNS_runtime(F, V)                                                                      \
+    F(runtime, cudaDeviceGetPCIBusId, CALL, OPTIONAL, cudaError_t, (char *, int, int))             \
     F(runtime, cudaDeviceSynchronize, CALL, REQUIRED, cudaError_t, (void))                         \
     F(runtime, cudaFreeHost, HOOK, OPTIONAL, cudaError_t, (void *))                                \
     F(runtime, cudaGetDevice, CALL, OPTIONAL, cudaError_t, (int *))                                \

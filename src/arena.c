@@ -197,8 +197,9 @@ struct dsp_span *dsp_span_split(struct dsp_manager *m, struct dsp_span *s, size_
     t->locked = s->locked;
     t->huge = s->huge;
     t->unsynced = s->unsynced;
-    t->served = s->served;   /* (a served block's tail past a failed pin's rest) */
-    t->shared = s->shared;   /* its pages are still the memfd's: punched when dropped */
+    t->served = s->served; /* (a served block's tail past a failed pin's rest) */
+    t->shared = s->shared; /* its pages are still the memfd's: punched when dropped */
+    t->node = s->node;
     t->counted = s->counted; /* registered spans are never split */
     s->len = len;
     link_after(m, s, t);

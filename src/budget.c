@@ -59,7 +59,8 @@ size_t dsp_budget_excess(struct dsp_manager *m, size_t len, int lock) {
      * even with the pool empty must not empty it (regression:
      * budget.hopeless_request_keeps_the_pool). The general pool's spans are
      * all locked and counted in both. */
-    size_t cached = m->cached.bytes < m->locked ? m->cached.bytes : m->locked;
+    size_t cached = dsp_cached_bytes(m);
+    if (cached > m->locked) cached = m->locked;
     size_t excess = 0;
     if (len <= m->cap && m->pinned > m->cap - len) excess = m->pinned + len - m->cap;
     if (lock && len <= m->budget && m->locked > m->budget - len &&

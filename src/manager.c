@@ -23,6 +23,7 @@
 #include "pin.h"
 #include "arena.h"
 #include "node.h"
+#include "numa.h"
 #include "plan.h"
 #include "registry.h"
 #include "span_kind.h"
@@ -140,14 +141,16 @@ enum refusal {
 
 /* Under mu: a pooled span made the live block; NULL on a miss (POOL_MISS) or when
  * the registry has no room for it (REFUSED: counted, the span retired). */
-static struct dsp_span *from_pool(size_t len, unsigned how, struct dsp_block *out,
+static struct dsp_span *from_pool(size_t len, unsigned how, int node, struct dsp_block *out,
                                   enum refusal *why) {
     struct dsp_manager *m = &dsp_mgr;
     unsigned user = (how >> 16) & DSP_BLOCKF_USER;
     /* Served memory only from its kind's pool of served (registered)
-     * spans, the rest only from the general one. */
+     * spans, the rest only from the general one; from node's partition
+     * only. */
     int served = DSP_BLK_SERVED_KIND(how);
-    struct dsp_span *s = served ? dsp_pool_get_registered(m, served, len) : dsp_pool_get(m, len);
+    struct dsp_span *s =
+        served ? dsp_pool_get_registered(m, served, len, node) : dsp_pool_get(m, len, node);
     if (!s) {
         dsp_stat_add(DSP_ST_pool_misses, 1);
         *why = POOL_MISS;
@@ -220,6 +223,8 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
         return -1;
     }
     s->counted = 1;
+    if (DSP_PIN_NODE(rc) >= 0) s->node = (uint8_t)DSP_PIN_NODE(rc); /* where it landed */
+    dsp_numa_count_pinned(s->node, pin, 1);
     dsp_stat_add(DSP_ST_pinned_new_bytes, pin);
     if (pin > len) {
         /* The chunk's rest, counted and locked like the block: pooled, or
@@ -265,7 +270,7 @@ static int page_kind(struct dsp_manager *m, size_t len) {
 
 /* Under mu, which it drops while the pages are populated and locked: a newly
  * pinned span made the live block; NULL with why when refused. */
-static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
+static struct dsp_span *pin_new(size_t len, unsigned how, int node, struct dsp_block *out,
                                 enum refusal *why) {
     struct dsp_manager *m = &dsp_mgr;
     if (dsp_arena_ready(m) != 0) {
@@ -293,9 +298,11 @@ static struct dsp_span *pin_new(size_t len, unsigned how, struct dsp_block *out,
     }
     s->served = DSP_BLK_SERVED_KIND(how);
     s->shared = s->served && dsp_shm_ready(m) ? DSP_SHARED_OURS : 0;
+    s->node = (uint8_t)node;
+    int bind = __atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED) ? node : -1;
     dsp_mgr_unlock();
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
-    int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, pages);
+    int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, pages, bind);
     dsp_mgr_lock();
     if (settle_new(m, s, len, pin, lock, rc, why) != 0) return NULL;
     s->user = (how >> 16) & DSP_BLOCKF_USER;
@@ -315,11 +322,18 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     struct dsp_manager *m = &dsp_mgr;
     size_t len = dsp_align_up(size, DSP_PAGE);
     enum refusal why = POOL_MISS;
+    /* The node the block is for, decided outside the lock (the CUDA
+     * layer's device query may call into the runtime): planned first, since
+     * the topology is read with the plan. Placement off, or one node: 0. */
+    if (DSP_UNLIKELY(!atomic_load_explicit(&m->planned, memory_order_acquire))) dsp_plan();
+    int node = DSP_UNLIKELY(__atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED))
+                   ? dsp_numa_pick(DSP_BLK_SERVED_KIND(how) != 0)
+                   : 0;
 
     dsp_mgr_lock();
-    struct dsp_span *s = from_pool(len, how, out, &why);
-    if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
-    dsp_node_poll(&m->cached.bytes); /* a process without the ledger's timer answers here */
+    struct dsp_span *s = from_pool(len, how, node, out, &why);
+    if (!s && why == POOL_MISS) s = pin_new(len, how, node, out, &why);
+    dsp_node_poll(&m->cached_bytes); /* a process without the ledger's timer answers here */
     dsp_mgr_unlock();
     if (DSP_UNLIKELY(dsp_node_wait_len)) {
         /* The node cap refused, and other processes were asked for their
@@ -330,8 +344,8 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
             dsp_node_wait();
             why = POOL_MISS;
             dsp_mgr_lock();
-            s = from_pool(len, how, out, &why);
-            if (!s && why == POOL_MISS) s = pin_new(len, how, out, &why);
+            s = from_pool(len, how, node, out, &why);
+            if (!s && why == POOL_MISS) s = pin_new(len, how, node, out, &why);
             dsp_mgr_unlock();
             dsp_node_retry_done();
         }
@@ -413,7 +427,7 @@ static int block_free(uintptr_t base, int discard, int synced, unsigned mask, un
         dsp_span_release(m, s);
     else
         retire(s);
-    dsp_node_poll(&m->cached.bytes); /* the pooled figure others read before they ask */
+    dsp_node_poll(&m->cached_bytes); /* the pooled figure others read before they ask */
     int over = dsp_pool_idle_bytes(m) > dsp_pool_limit(m); /* read here, under the lock we hold */
     dsp_mgr_unlock();
     const struct dsp_span_kind *k = reg ? kind_ops(reg) : NULL;
@@ -537,9 +551,10 @@ DSP_API const char *dsp_version(void) {
 
 extern char **environ;
 
-struct dsp_manager dsp_mgr = {
-    .spans = DSP_SLAB_INIT(sizeof(struct dsp_span)),
-};
+/* Zero-initialised, so in .bss: with its pools partitioned by NUMA node it is
+ * over 100 KiB, which an initialiser would put in the library's file and
+ * .data (the span slab's object size is set in init_once). */
+struct dsp_manager dsp_mgr;
 
 _Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
 static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
@@ -553,16 +568,19 @@ static void fork_child(void) {
     struct dsp_manager *m = &dsp_mgr;
     dsp_defer_fork_child();
     uint64_t budget = dsp_stat_get(DSP_ST_budget_bytes),
-             pool_max = dsp_stat_get(DSP_ST_pool_max_bytes);
+             pool_max = dsp_stat_get(DSP_ST_pool_max_bytes),
+             numa_nodes = dsp_stat_get(DSP_ST_numa_nodes);
     dsp_stats_reset();
     dsp_stat_set(DSP_ST_budget_bytes, budget);
     dsp_stat_set(DSP_ST_pool_max_bytes, pool_max);
+    dsp_stat_set(DSP_ST_numa_nodes, numa_nodes);
     /* Nothing is locked or registered here: the child must never call a
      * kind's party for inherited memory, so registered spans are dropped, not
      * unregistered. */
     m->pinned = m->locked = 0;
     m->kept = 0; /* the layers' kept blocks are stale here: dropped uncounted (bounce.c) */
     dsp_node_fork_child();            /* the parent's slot is not ours: joined at our first pin */
+    dsp_numa_fork_child();            /* nothing is pinned or pooled here */
     atomic_store(&m->lock_future, 0); /* mlockall's MCL_FUTURE is not inherited */
     dsp_shm_fork_child(m);            /* served memory stays shared with the parent */
     size_t live = 0, blocks = 0;
@@ -585,6 +603,8 @@ static void fork_child(void) {
         dsp_pin_drop(m, s);
         next = dsp_arena_vacate(m, s)->anext; /* it may have merged with next */
     }
+    m->pooled_bytes = m->cached_bytes = 0; /* every pooled span was given back above */
+    for (int i = 0; i < DSP_SPAN_KINDS; i++) m->kinds[i].bytes = 0;
     dsp_stat_set(DSP_ST_live_bytes, live);
     dsp_stat_set(DSP_ST_blocks_live, blocks);
     dsp_stat_set(DSP_ST_registry_ranges, dsp_reg_count());
@@ -614,7 +634,7 @@ static size_t node_trim(void) {
  * since offering them would make every refusal elsewhere wait DSP_NODE_WAIT
  * for nothing). */
 static size_t yieldable(struct dsp_manager *m) {
-    size_t n = m->cached.bytes + m->kept;
+    size_t n = dsp_cached_bytes(m) + m->kept;
     for (int i = 1; i <= DSP_SPAN_KINDS; i++) {
         const struct dsp_span_kind *k = kind_ops(i);
         if (k && k->can_yield && k->can_yield()) n += dsp_pool_kind_bytes(m, i);
@@ -634,8 +654,12 @@ static void init_once(void) {
     dsp_config_load(environ, 0); /* shares (50%) are taken at the first pin */
     __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);
     struct dsp_manager *m = &dsp_mgr;
+    m->spans = (struct dsp_slab)DSP_SLAB_INIT(sizeof(struct dsp_span));
     m->huge_mode = (int)dsp_opt(DSP_OPT_HUGEPAGES);
     m->prefault_threads = (int)dsp_opt(DSP_OPT_PREFAULT_THREADS);
+    if (dsp_numa_configure(dsp_opt_str(DSP_OPT_NUMA)) != 0)
+        dsp_warn("DSP_NUMA=%s is none of auto, device, cpu, off or a node number; using auto",
+                 dsp_opt_str(DSP_OPT_NUMA));
     /* A size given is checked now, with the other options' errors; auto is
      * of RAM, read at the first pin. */
     size_t arena = (size_t)dsp_opt(DSP_OPT_ARENA_SIZE);
@@ -670,6 +694,7 @@ static void plan(struct dsp_manager *m) {
         m->arena_size = dsp_align_up(arena, DSP_GiB);
     }
     dsp_budget_configure(m);
+    dsp_numa_plan(dsp_numa_sysfs()); /* one file with DSP_NUMA=off or one node */
     atomic_store_explicit(&m->planned, 1, memory_order_release);
 }
 

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "block.h"
+#include "numa.h"
 #include "plan.h"
 #include "reentry.h"
 #include "slab.h"
@@ -19,7 +20,10 @@
 
 struct dsp_manager {
     struct dsp_slab spans;
-    struct dsp_bins vacant, cached;
+    /* The general pool is partitioned by NUMA node (span->node): a block is
+     * reused only for a request on its node (numa.h; node 0 alone when
+     * placement is off). */
+    struct dsp_bins vacant, cached[DSP_NUMA_NODES];
     struct dsp_span *first, *last; /* address order, covering [lo, bump) */
     /* The arena: all manager blocks live in [lo, hi), so "is this ours?" is a
      * compare. Zero until the first allocation reserves it. */
@@ -28,11 +32,16 @@ struct dsp_manager {
     /* Each registered span kind's hooks (span_kind.h; NULL until a layer
      * adds it) and its pooled spans, still registered: `reuse`, the served
      * spans its served allocations take again, and `held`, the others
-     * (evicted, never reused). Under mu, but for ops. */
+     * (evicted, never reused), `reuse` by NUMA node as the general pool.
+     * Under mu, but for ops. */
     struct dsp_kind_pool {
         const struct dsp_span_kind *ops;
-        struct dsp_bins reuse, held;
+        struct dsp_bins reuse[DSP_NUMA_NODES], held;
+        size_t bytes; /* in reuse and held */
     } kinds[DSP_SPAN_KINDS];
+    /* Bytes in the pools' indexes: all of them, and the general pool's
+     * (pool.c keeps them as spans go in and out). Under mu. */
+    size_t pooled_bytes, cached_bytes;
     /* Served memory's memfd (pin.c): descriptor + 1 (0: none yet), its
      * identity (the program may close the descriptor and reuse the number),
      * and -1 once it proved impossible (served blocks are then private). */
@@ -59,6 +68,11 @@ struct dsp_manager {
 };
 
 extern struct dsp_manager dsp_mgr;
+
+/* Under mu: the bytes of the general pool, every node's partition. */
+static inline size_t dsp_cached_bytes(const struct dsp_manager *m) {
+    return m->cached_bytes;
+}
 
 /* The manager's mutex: a slot of the locks fork takes (fork.h), named here
  * rather than kept in a field (one load fewer at every lock). It guards the

@@ -402,7 +402,7 @@ int dsp_node_reserve(size_t len, int silent) {
     }
     if (DSP_UNLIKELY(atomic_load_explicit(&dsp_node_polled, memory_order_relaxed) != NULL))
         want_timer(); /* a thread made since the last pin */
-    dsp_node_poll(&node.m->cached.bytes);
+    dsp_node_poll(&node.m->cached_bytes);
     if (!atomic_load_explicit(&node.timer_running, memory_order_relaxed) && reclaim_due() != 0)
         return 0;
     uint64_t cap = cap_now();
@@ -412,7 +412,7 @@ int dsp_node_reserve(size_t len, int silent) {
     if (reclaim_dead() != 0) return 0;
     if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     if (silent || len > cap) return -ENOMEM;
-    if (node.m->cached.bytes) {
+    if (dsp_cached_bytes(node.m)) {
         node.ops->release_pool(node.m);
         if (dsp_ledger_try_reserve(&node.c, len, cap) == 0) return 0;
     }

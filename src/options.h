@@ -82,6 +82,18 @@ DSP_CHOICE(HUGEPAGES, SECURE_OFF, "auto",
 DSP_OPTION(PREFAULT_THREADS, INT, SECURE_IGNORED, "0", "0 (auto) or 1-64",
            "Threads that populate a large new block before it is locked. auto uses up "
            "to 8, one per 64 MiB of the block, at most one per CPU.")
+DSP_OPTION(NUMA, STRING(12), SECURE_IGNORED, "auto", "auto|device|cpu|off or a node number",
+           "Which NUMA node each new pinned block is placed on (bound with mbind, "
+           "MPOL_PREFERRED, before its pages are touched) and pooled on: a block is reused "
+           "only for a request on its node. auto: a CUDA allocation (cudaHostAlloc, "
+           "cuMemHostAlloc...) on the node of the device current on the calling thread, any "
+           "other block (malloc hints, dsp_alloc) on the node of the CPU the calling thread "
+           "runs on; device: every block on the node of the device the thread last "
+           "allocated for (the CPU's until then); cpu: every block on the calling CPU's node; "
+           "a number: every block on that node; off: the kernel's first touch, as without "
+           "the shim. A node without room spills to another (one warning, counted per node in "
+           "the statistics), never a failure. Machines with one node place nothing, at no "
+           "cost. See docs/deployment.md.")
 #define DSP_CHOICES_CUDA(X) X(CUDA, AUTO, auto) X(CUDA, OFF, off)
 DSP_CHOICE(CUDA, SECURE_OFF, "auto",
            "Serve cudaHostAlloc, cudaMallocHost and cudaFreeHost from the manager and "

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "manager.h"
 #include "maps.h"
+#include "numa.h"
 #include "shm.h"
 #include "arena.h"
 #include "pin.h"
@@ -54,7 +55,7 @@ static void *slice_main(void *arg) {
     return NULL;
 }
 
-int dsp_prefault(void *base, size_t len, int threads) {
+int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus) {
     if (threads < 1) threads = 1;
     if (threads == 1 || len < 2 * PREFAULT_SLICE) return populate(base, len);
     struct slice sl[64];
@@ -67,9 +68,20 @@ int dsp_prefault(void *base, size_t len, int threads) {
         sl[n].rc = 0;
         sl[n].started = 0;
     }
-    /* The caller works on slice 0 while the others run. */
+    /* The caller works on slice 0 while the others run: on the CPUs of the
+     * block's node when it was placed (issue 33: each zeroes its pages in
+     * local memory). */
+    pthread_attr_t attr, *ap = NULL;
+    if (cpus && pthread_attr_init(&attr) == 0) {
+        ap = &attr;
+        if (pthread_attr_setaffinity_np(ap, sizeof *cpus, cpus) != 0) {
+            pthread_attr_destroy(ap);
+            ap = NULL;
+        }
+    }
     for (int i = 1; i < n; i++)
-        sl[i].started = pthread_create(&sl[i].tid, NULL, slice_main, &sl[i]) == 0;
+        sl[i].started = pthread_create(&sl[i].tid, ap, slice_main, &sl[i]) == 0;
+    if (ap) pthread_attr_destroy(ap);
     slice_main(&sl[0]);
     int rc = sl[0].rc;
     for (int i = 1; i < n; i++) {
@@ -142,8 +154,26 @@ int dsp_pin_lock_range(void *base, size_t len) {
     return syscall(SYS_mlock2, base, len, MLOCK_ONFAULT) == 0 ? 0 : -errno;
 }
 
+/* Binds a mapped, unpopulated span to node (MPOL_PREFERRED, numa.c): -1
+ * when it could not be (counted and said once), else node. */
+static int bind_node(void *base, size_t len, int node) {
+    int err = dsp_sys_bind_node(base, len, node);
+    if (err == 0) return node;
+    dsp_numa_fallback(node, err, len);
+    return -1;
+}
+
+/* Where a placed block's pages landed: the node of its last page, the one a
+ * node that fills while it is populated gives to another first. A block not
+ * on the node asked is counted there and said once. */
+static int landed(const struct dsp_span *s, int bound) {
+    int got = dsp_sys_page_node((const char *)s->base + s->len - DSP_PAGE);
+    if (bound >= 0 && got >= 0 && got != bound) dsp_numa_fallback(bound, got, s->len);
+    return got >= 0 && got < DSP_NUMA_NODES ? got : bound;
+}
+
 int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, int lock_optional,
-                          int pages) {
+                          int pages, int node) {
     void *base = (void *)s->base;
     int stuck;
     char a[32], b[32];
@@ -164,6 +194,9 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
                  dsp_fmt_bytes(a, sizeof a, s->len), dsp_errname(err));
         return -err;
     }
+    /* Before any page is touched, as the flags below (VMA merging): blocks
+     * placed on the same node carry the same policy and still merge. */
+    int bound = node >= 0 ? bind_node(base, s->len, node) : -1;
     int huge = 0;
     if (pages > 0)
         huge = advise(base, s->len, MADV_HUGEPAGE) == 0;
@@ -197,7 +230,8 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
             return stuck ? DSP_PIN_STUCK(err) : -err;
         }
     }
-    int rc = dsp_prefault(base, s->len, auto_threads(m, s->len));
+    int rc = dsp_prefault(base, s->len, auto_threads(m, s->len),
+                          bound >= 0 ? dsp_numa_cpus(bound) : NULL);
     if (rc) {
         dsp_once(DSP_LOG_WARN,
                  "cannot populate %s (%s): not enough free memory; the caller falls back",
@@ -205,8 +239,9 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
         stuck = unmap(m, s) != 0;
         return stuck ? DSP_PIN_STUCK(-rc) : rc;
     }
+    int where = node >= 0 ? landed(s, bound) : -1;
     return (locked ? DSP_PIN_LOCKED : 0) | (huge ? DSP_PIN_HUGE : 0) |
-           (shared ? DSP_PIN_SHARED : 0);
+           (shared ? DSP_PIN_SHARED : 0) | (where >= 0 ? DSP_PIN_ON(where) : 0);
 }
 
 /* The maps a drop of s may add: one for each side where the mapping goes on

@@ -9,10 +9,12 @@ struct dsp_manager;
 struct dsp_span;
 struct dsp_bins;
 
-struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len);
-/* A served span of kind's pool (span_kind.h) of at least len bytes and at
- * most a quarter more, made LIVE, or NULL. */
-struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, int kind, size_t len);
+/* A span of the general pool's partition of node (numa.h) of len bytes,
+ * split off a larger one, made LIVE, or NULL. */
+struct dsp_span *dsp_pool_get(struct dsp_manager *m, size_t len, int node);
+/* A served span of kind's pool (span_kind.h) on node of at least len bytes
+ * and at most a quarter more, made LIVE, or NULL. */
+struct dsp_span *dsp_pool_get_registered(struct dsp_manager *m, int kind, size_t len, int node);
 struct dsp_bins *dsp_pool_bins(struct dsp_manager *m,
                                const struct dsp_span *s);    /* the index a cached span is in */
 size_t dsp_pool_registered_bytes(struct dsp_manager *m);     /* every kind's pool */

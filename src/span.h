@@ -38,6 +38,7 @@ struct dsp_span {
     uint8_t unsynced; /* registered, freed with no wait: a copy may still use it */
     uint8_t served;   /* the kind whose served allocation it is: its pool reuses it (pool.c) */
     uint8_t shared;   /* DSP_SHARED_*: mapped from the manager's memfd (pin.c) */
+    uint8_t node;     /* the NUMA node its pages are on, the pool it goes to (numa.h; 0: off) */
     uint32_t user;    /* the owning layer's bits (preload/block_bits.h) */
     size_t block;     /* live: the caller's block length (<= len) */
 };

@@ -28,6 +28,15 @@ DSP_STAT(budget_refusals, COUNTER,
 DSP_STAT(fallbacks, COUNTER,
          "interposed calls handed to the real function after a failure here (a block not pinned or "
          "not registered, a bounce or a direct cuFile transfer not made)")
+DSP_STAT(numa_nodes, GAUGE,
+         "NUMA nodes new blocks are placed on (DSP_NUMA), 0 when placement is off or the machine "
+         "has one node. Then for each node N below 8 that is online the object also holds "
+         "numa_nodeN_pinned_bytes (bytes pinned there, pool included), numa_nodeN_pooled_bytes "
+         "(bytes of that node's pool) and numa_nodeN_fallbacks (blocks asked on node N that "
+         "landed elsewhere, or could not be bound)")
+DSP_STAT(numa_fallbacks, COUNTER,
+         "blocks that landed on another NUMA node than asked (the node had no room) or could not "
+         "be bound to it: every node's together")
 DSP_STAT(registry_ranges, GAUGE, "pinned ranges the registry knows")
 DSP_STAT(deferred_frees, COUNTER,
          "frees in a signal handler that interrupted the shim, deferred to the next unlock")

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "log.h"
 #include "node.h"
+#include "numa.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -35,6 +36,16 @@ int dsp_stats_format_json(char *buf, size_t cap) {
         size_t room = n < cap ? cap - n : 0;
         n += (size_t)dsp_fmt(room ? buf + n : NULL, room, ",\"%s\":%llu", stat_key[i],
                              (unsigned long long)dsp_stat_get((enum dsp_stat_id)i));
+    }
+    for (int node = 0; node < DSP_NUMA_NODES; node++) { /* flat, as every key (numa.h) */
+        struct dsp_numa_node_stats ns;
+        if (!dsp_numa_node_stats(node, &ns)) continue;
+        size_t room = n < cap ? cap - n : 0;
+        n += (size_t)dsp_fmt(room ? buf + n : NULL, room,
+                             ",\"numa_node%d_pinned_bytes\":%llu,\"numa_node%d_pooled_bytes\":%llu,"
+                             "\"numa_node%d_fallbacks\":%llu",
+                             node, (unsigned long long)ns.pinned, node,
+                             (unsigned long long)ns.pooled, node, (unsigned long long)ns.fallbacks);
     }
     size_t room = n < cap ? cap - n : 0;
     n += (size_t)dsp_fmt(room ? buf + n : NULL, room, "}");
@@ -93,6 +104,13 @@ static void print_summary(void) {
                 N(node_users, "process", "processes"), N(node_refusals, "refusal", "refusals"),
                 N(node_waits, "wait", "waits"), dsp_fmt_bytes(c, sizeof c, G(node_reclaimed_bytes)),
                 N(node_yields, "time", "times"));
+    for (int node = 0; node < DSP_NUMA_NODES; node++) {
+        struct dsp_numa_node_stats ns;
+        if (dsp_numa_node_stats(node, &ns))
+            dsp_say("stats: NUMA node %d: %s pinned, %s pooled, %llu %s elsewhere", node,
+                    dsp_fmt_bytes(a, sizeof a, ns.pinned), dsp_fmt_bytes(b, sizeof b, ns.pooled),
+                    (unsigned long long)ns.fallbacks, per(ns.fallbacks, "block", "blocks"));
+    }
     if (G(aio_iocbs))
         dsp_say("stats: libaio %llu %s: %llu direct pinned, %llu direct unpinned, %llu "
                 "bounced (%s), %llu passed through",

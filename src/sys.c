@@ -82,3 +82,24 @@ int dsp_sys_read_size(const char *path, size_t *v) {
     *v = x;
     return 1;
 }
+
+#define MPOL_PREFERRED_ 1
+#define MPOL_F_NODE_    1
+#define MPOL_F_ADDR_    2
+
+int dsp_sys_cpu(void) {
+    return sched_getcpu();
+}
+
+int dsp_sys_bind_node(void *base, size_t len, int node) {
+    unsigned long mask = 1UL << node;
+    return syscall(SYS_mbind, base, len, MPOL_PREFERRED_, &mask, sizeof mask * 8, 0) == 0 ? 0
+                                                                                          : -errno;
+}
+
+int dsp_sys_page_node(const void *p) {
+    int node = -1;
+    if (syscall(SYS_get_mempolicy, &node, NULL, 0, p, MPOL_F_NODE_ | MPOL_F_ADDR_) != 0)
+        return -errno;
+    return node;
+}

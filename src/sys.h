@@ -34,4 +34,16 @@ long dsp_sys_read(const char *path, char *buf, size_t cap);
  * not start with one. */
 int dsp_sys_read_size(const char *path, size_t *v);
 
+/* NUMA (numa.c, pin.c), each a function of its own so that the unit tests
+ * can replace it (--wrap) and simulate a machine of several nodes.
+ * dsp_sys_cpu: the CPU the calling thread runs on (sched_getcpu: rseq or
+ * the vDSO, no system call), -1 when unknown. dsp_sys_bind_node: binds
+ * [base, base+len), mapped and not yet populated, to node with
+ * MPOL_PREFERRED (mbind, the raw system call: no libnuma), 0 or -errno.
+ * dsp_sys_page_node: the node holding the populated page at p
+ * (get_mempolicy MPOL_F_NODE | MPOL_F_ADDR), or -errno. */
+int dsp_sys_cpu(void);
+int dsp_sys_bind_node(void *base, size_t len, int node);
+int dsp_sys_page_node(const void *p);
+
 #endif

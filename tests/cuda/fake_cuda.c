@@ -114,6 +114,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     X(cuDevicePrimaryCtxRelease)                                                                   \
     X(cuCtxSetCurrent)                                                                             \
     X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxGetDevice)                                                                              \
+    X(cuDeviceGetPCIBusId)                                                                         \
     X(cuCtxSynchronize)                                                                            \
     X(cuMemHostAlloc)                                                                              \
     X(cuMemAllocHost_v2)                                                                           \
@@ -286,6 +288,25 @@ CUresult cuCtxGetCurrent(CUcontext *ctx) {
     NEED_INIT();
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     *ctx = thread_get(&key_ctx);
+    return CUDA_SUCCESS;
+}
+
+/* The one device's: the context current on the thread is device 0's. */
+CUresult cuCtxGetDevice(CUdevice *dev) {
+    COUNT(cuCtxGetDevice);
+    NEED_CONTEXT();
+    if (!dev) return CUDA_ERROR_INVALID_VALUE;
+    *dev = 0;
+    return CUDA_SUCCESS;
+}
+
+/* The runtime double's device 0 has the same (fake_cudart.c). */
+CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice dev) {
+    COUNT(cuDeviceGetPCIBusId);
+    NEED_INIT();
+    if (!buf || len < 13) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    memcpy(buf, "0000:18:00.0", 13);
     return CUDA_SUCCESS;
 }
 
@@ -691,6 +712,8 @@ static const struct proc {
     {"cuDevicePrimaryCtxRelease", 7000, (void *)cuDevicePrimaryCtxRelease},
     {"cuCtxSetCurrent", 4000, (void *)cuCtxSetCurrent},
     {"cuCtxGetCurrent", 4000, (void *)cuCtxGetCurrent},
+    {"cuCtxGetDevice", 2000, (void *)cuCtxGetDevice},
+    {"cuDeviceGetPCIBusId", 4010, (void *)cuDeviceGetPCIBusId},
     {"cuCtxSynchronize", 2000, (void *)cuCtxSynchronize},
     {"cuMemHostAlloc", 2020, (void *)cuMemHostAlloc},
     {"cuMemAllocHost", 2000, (void *)cuMemAllocHost},

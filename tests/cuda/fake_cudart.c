@@ -51,7 +51,9 @@
  * works on device 0 until it calls cudaSetDevice, and the first call that
  * needs a context on a device makes that device's primary context (on a
  * real GPU: hundreds of MiB of its memory); fakecuda_contexts() is the mask
- * of the devices that got one. All share the driver double's one context. */
+ * of the devices that got one. All share the driver double's one context.
+ * Device d's PCI bus id (cudaDeviceGetPCIBusId) is 0000:%02x:00.0 of 0x18 +
+ * d, as the driver double's device 0 (cuDeviceGetPCIBusId). */
 #include "fake_cudart.h"
 #include "fake_cuda.h"
 
@@ -80,6 +82,7 @@ enum {
     C_DEVPTR,
     C_ATTR,
     C_SYNC,
+    C_BUS_ID,
     C_N
 };
 static const char *const cname[C_N] = {"cudaHostAlloc",
@@ -90,7 +93,8 @@ static const char *const cname[C_N] = {"cudaHostAlloc",
                                        "cudaHostGetFlags",
                                        "cudaHostGetDevicePointer",
                                        "cudaPointerGetAttributes",
-                                       "cudaDeviceSynchronize"};
+                                       "cudaDeviceSynchronize",
+                                       "cudaDeviceGetPCIBusId"};
 static int counts[C_N];
 
 static int ret(int e) {
@@ -384,6 +388,14 @@ int cudaSetDevice(int d) {
     thread_device = d;
     ctx_current = 0; /* the next call makes it current (one context in the driver double) */
     return driver() ? 0 : ret(NO_DRIVER);
+}
+
+int cudaDeviceGetPCIBusId(char *buf, int len, int d) {
+    count(C_BUS_ID);
+    if (!buf || len < 13) return ret(1);
+    if (d < 0 || d >= devices()) return ret(101 /* cudaErrorInvalidDevice */);
+    snprintf(buf, (size_t)len, "0000:%02x:00.0", 0x18 + d);
+    return 0;
 }
 
 int cudaGetDevice(int *d) {

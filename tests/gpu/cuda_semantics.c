@@ -12,6 +12,9 @@
  *   capture            cudaPointerGetAttributes during a global-mode capture
  *                      (allowed), then cudaHostAlloc during one (the driver
  *                      refuses it with 900 and invalidates the capture)
+ *   numa               the NUMA node of the device (its PCI bus id's
+ *                      numa_node) and the node where a 64 MiB cudaHostAlloc
+ *                      block's pages landed (/proc/self/numa_maps; issue 33)
  * A stream is kept busy by a host function that sleeps (cudaLaunchHostFunc),
  * standing in for a kernel: no nvcc needed. Copies use min(G, 0.25) GiB. */
 #include "gpu_check.h"
@@ -190,6 +193,60 @@ static int capture(void) {
     return 0;
 }
 
+/* The node with most of the pages of the mapping holding p in
+ * /proc/self/numa_maps ("N0=12 N1=3": the one starting last at or below p,
+ * since neighbouring blocks share a mapping), -1 when not found. */
+static int landed_node(const void *p) {
+    char line[4096], found[4096] = "";
+    uintptr_t at = 0;
+    FILE *f = fopen("/proc/self/numa_maps", "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) {
+        uintptr_t start = (uintptr_t)strtoull(line, NULL, 16);
+        if (start <= (uintptr_t)p && start >= at)
+            at = start, snprintf(found, sizeof found, "%s", line);
+    }
+    fclose(f);
+    printf("numa_maps: %s", found[0] ? found : "(not found)\n");
+    int best = -1;
+    long most = 0;
+    for (char *s = strstr(found, " N"); s; s = strstr(s + 1, " N")) {
+        int node;
+        long pages;
+        if (sscanf(s, " N%d=%ld", &node, &pages) == 2 && pages > most) best = node, most = pages;
+    }
+    return best;
+}
+
+static int numa(void) {
+    int dev = 0, node = -1;
+    char bus[32] = "", path[128], buf[16];
+    OK(cudaGetDevice(&dev));
+    OK(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
+    for (char *c = bus; *c; c++)
+        if (*c >= 'A' && *c <= 'F') *c = (char)(*c - 'A' + 'a');
+    /* sysfs names the domain with 4 digits, the runtime with 4 or 8 */
+    const char *name = strlen(bus) > 12 ? bus + strlen(bus) - 12 : bus;
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fgets(buf, sizeof buf, f)) node = atoi(buf);
+        fclose(f);
+    }
+    size_t n = 64 << 20;
+    void *h;
+    OK(cudaHostAlloc(&h, n, 0));
+    memset(h, 1, n);
+    int got = landed_node(h);
+    printf("device %d, PCI %s: NUMA node %d; the block's pages on node %d\n", dev, name, node, got);
+    printf("device_numa_node %d node\n", node);
+    printf("served_numa_node %d node\n", got);
+    /* 1 where the device's node is unknown (nothing to place by) or matches */
+    printf("served_on_device_node %d flag\n", node < 0 || got == node);
+    OK(cudaFreeHost(h));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     double gib = 8;
     if (argc < 2) goto usage;
@@ -202,19 +259,20 @@ int main(int argc, char **argv) {
     copy_len = (size_t)((gib < 0.25 ? gib : 0.25) * (1 << 30));
     const char *m = argv[1];
     if (strcmp(m, "freehost_wait") && strcmp(m, "nonblocking_reuse") && strcmp(m, "d2h_hinted") &&
-        strcmp(m, "fork_time") && strcmp(m, "capture"))
+        strcmp(m, "fork_time") && strcmp(m, "capture") && strcmp(m, "numa"))
         goto usage;
     gpu_need_device();
     int rc = !strcmp(m, "freehost_wait")       ? freehost_wait()
              : !strcmp(m, "nonblocking_reuse") ? nonblocking_reuse()
              : !strcmp(m, "d2h_hinted")        ? d2h_hinted()
              : !strcmp(m, "fork_time")         ? fork_time(gib)
+             : !strcmp(m, "numa")              ? numa()
                                                : capture();
     if (!rc) printf("PASS %s\n", m);
     return rc;
 usage:
-    printf(
-        "FAIL usage: cuda_semantics freehost_wait|nonblocking_reuse|d2h_hinted|fork_time|capture "
-        "[--gib G]\n");
+    printf("FAIL usage: cuda_semantics "
+           "freehost_wait|nonblocking_reuse|d2h_hinted|fork_time|capture|numa "
+           "[--gib G]\n");
     return 1;
 }

@@ -58,6 +58,8 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t);
 cudaError_t cudaGraphDestroy(cudaGraph_t);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDeviceCount(int *);
+cudaError_t cudaGetDevice(int *);
+cudaError_t cudaDeviceGetPCIBusId(char *, int, int);
 const char *cudaGetErrorString(cudaError_t);
 
 static inline double gpu_now(void) {

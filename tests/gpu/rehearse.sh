@@ -65,6 +65,7 @@ from importlib.util import spec_from_file_location
 all_parts = [l.split('"')[1::2] for l in open(summary) if l.startswith("PARTS")]
 rows = lambda st: [(p, v, st(p, v)) for p in ["build", "cycle", "semantics_freehost_wait",
     "semantics_nonblocking_reuse", "semantics_d2h_hinted", "semantics_fork_time", "semantics_capture",
+    "semantics_numa",
     "register", "torch", "torch_hints", "torch_loader", "torch_capture", "cupy", "jax", "cufile"]
     for v in ("plain", "shim")]
 rc, last = verdict(rows(lambda p, v: "FAIL" if p == "build" else "NOT RUN"))

@@ -95,6 +95,14 @@ section "diagnostics"
   echo "CapEff: $(awk '/CapEff/ {print $2}' /proc/self/status) (CAP_IPC_LOCK is bit 14)"
   echo "THP: enabled $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null), shmem $(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null)"
   echo "vm.max_map_count: $(cat /proc/sys/vm/max_map_count)"
+  # NUMA placement (issue 33): the nodes, and each GPU's (sysfs names the PCI
+  # domain with 4 digits, nvidia-smi with 8).
+  echo "numa nodes: $(cat /sys/devices/system/node/online 2>/dev/null || echo none)"
+  for b in $(timeout 30 nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null |
+    grep -oE '^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9]$'); do
+    b=$(echo "${b: -12}" | tr A-F a-f)
+    echo "gpu $b numa node: $(cat "/sys/bus/pci/devices/$b/numa_node" 2>/dev/null || echo unknown)"
+  done
   cg=$(awk -F: '$2 ~ /memory/ || $2 == "" {print $3; exit}' /proc/self/cgroup)
   echo "cgroup: ${cg:-?}; memory.max $(cat "/sys/fs/cgroup$cg/memory.max" 2>/dev/null || cat "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes" 2>/dev/null || echo '?')"
 } | tee "$work/diag.txt"
@@ -221,7 +229,7 @@ c_part() {
 
 c_part cycle cuda_cycle 90 --cycles "$cycles" --big-gib "$gib_big"
 # Malloc hints on for the semantics: the hazards of issue 13 come from them.
-for mode in freehost_wait nonblocking_reuse d2h_hinted fork_time capture; do
+for mode in freehost_wait nonblocking_reuse d2h_hinted fork_time capture numa; do
   C_SHIM_ENV="DSP_MALLOC_MIN=1M" c_part "semantics_$mode" cuda_semantics 60 "$mode" --gib "$sem_gib"
 done
 c_part register register_speed 90 $reg_sizes

@@ -15,7 +15,8 @@ import sys
 
 # The parts run.sh runs, in order: the rehearsal checks that none is missing.
 PARTS = ["build", "cycle"] + ["semantics_" + m for m in
-                     ("freehost_wait", "nonblocking_reuse", "d2h_hinted", "fork_time", "capture")] + \
+                     ("freehost_wait", "nonblocking_reuse", "d2h_hinted", "fork_time", "capture",
+                      "numa")] + \
         ["register", "torch", "torch_hints", "torch_loader", "torch_capture", "cupy", "jax", "cufile"]
 
 # (label, part, figure, how, goal) with how:
@@ -47,6 +48,11 @@ GOALS = [
     ("cudaHostAlloc memory shared as the driver's", "semantics_fork_time", "hostalloc_shared", "same",
      "== 1"),
     ("cudaHostAlloc memory out of core dumps", "semantics_fork_time", "hostalloc_dontdump", "same",
+     "== 1"),
+    ("device's NUMA node (-1: unknown)", "semantics_numa", "device_numa_node", "shim", None),
+    ("node of a cudaHostAlloc block, first touch", "semantics_numa", "served_numa_node", "plain",
+     None),
+    ("served blocks on the device's node", "semantics_numa", "served_on_device_node", "shim",
      "== 1"),
     ("attributes during a global capture", "semantics_capture", "capture_attributes_ok", "same", "== 1"),
     ("capture still valid after them", "semantics_capture", "capture_still_valid", "same", "== 1"),

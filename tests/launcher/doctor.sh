@@ -4,7 +4,7 @@
 cmd=$1 ext4=$2
 fail() { echo "FAIL: $*"; exit 1; }
 out=$("$cmd" doctor "$ext4" /dev/shm) || fail "doctor failed on a healthy machine: $out"
-for check in library memlock budget 'memory cgroup' vm.max_map_count 'transparent hugepages' libaio libcudart libcufile; do
+for check in library memlock budget 'memory cgroup' vm.max_map_count 'transparent hugepages' 'NUMA placement' libaio libcudart libcufile; do
   echo "$out" | grep -qE "^(OK|WARN|FAIL) +$check " || fail "no '$check' line: $out"
 done
 echo "$out" | grep -q '^OK    library' || fail "library: $out"

@@ -166,3 +166,12 @@ int drop_ipc_lock(size_t memlock_bytes) {
 long long stat_of(const char *key) {
     return dsp_stat_from(dsp_stats_json, key);
 }
+
+int kind_no_room(size_t len) {
+    (void)len;
+    return 0;
+}
+void kind_nothing(void) {}
+size_t kind_none(void) {
+    return 0;
+}

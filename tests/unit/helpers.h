@@ -27,4 +27,10 @@ int drop_ipc_lock(size_t memlock_bytes);
 /* The manager's counter by JSON key, read through dsp_stats_json. */
 long long stat_of(const char *key);
 
+/* Span kind hooks (span_kind.h) that do nothing: a layer with no pool of
+ * its own to give back. */
+int kind_no_room(size_t len);
+void kind_nothing(void);
+size_t kind_none(void);
+
 #endif

@@ -17,17 +17,12 @@ static void freed_by_b(uintptr_t base, size_t len) {
     (void)base, (void)len;
     freed_b++;
 }
-static int no_room(size_t len) {
-    (void)len;
-    return 0;
-}
-static void nothing(void) {}
-static size_t none(void) {
-    return 0;
-}
-static const struct dsp_span_kind a = {freed_by_a, no_room, nothing, none, NULL, NULL};
-static const struct dsp_span_kind b = {freed_by_b, no_room, nothing, none, NULL, NULL};
-static const struct dsp_span_kind c = {freed_by_b, no_room, nothing, none, NULL, NULL};
+static const struct dsp_span_kind a = {freed_by_a, kind_no_room, kind_nothing,
+                                       kind_none,  NULL,         NULL};
+static const struct dsp_span_kind b = {freed_by_b, kind_no_room, kind_nothing,
+                                       kind_none,  NULL,         NULL};
+static const struct dsp_span_kind c = {freed_by_b, kind_no_room, kind_nothing,
+                                       kind_none,  NULL,         NULL};
 
 #define LEN (1 << 20) /* above the chunked sizes: one span a block */
 
