@@ -149,8 +149,8 @@ static struct dsp_span *from_pool(size_t len, unsigned how, int node, struct dsp
      * spans, the rest only from the general one; from node's partition
      * only. */
     int served = DSP_BLK_SERVED_KIND(how);
-    struct dsp_span *s =
-        served ? dsp_pool_get_registered(m, served, len, node) : dsp_pool_get(m, len, node);
+    struct dsp_span *s = served ? dsp_pool_get_registered(m, served, len, node < 0 ? 0 : node)
+                                : dsp_pool_get(m, len, node < 0 ? 0 : node);
     if (!s) {
         dsp_stat_add(DSP_ST_pool_misses, 1);
         *why = POOL_MISS;
@@ -298,8 +298,8 @@ static struct dsp_span *pin_new(size_t len, unsigned how, int node, struct dsp_b
     }
     s->served = DSP_BLK_SERVED_KIND(how);
     s->shared = s->served && dsp_shm_ready(m) ? DSP_SHARED_OURS : 0;
-    s->node = (uint8_t)node;
-    int bind = __atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED) ? node : -1;
+    s->node = (uint8_t)(node < 0 ? 0 : node); /* -1: first touch, pooled with node 0's */
+    int bind = node;                          /* -1 also when placement is off */
     dsp_mgr_unlock();
     /* The slow part runs unlocked: the span is LIVE, so no one else touches it. */
     int rc = dsp_pin_populate_lock(m, s, lock, (how & DSP_BLK_LOCK_OPTIONAL) != 0, pages, bind);
@@ -328,7 +328,7 @@ void *dsp_block_alloc(size_t size, unsigned how, struct dsp_block *out) {
     if (DSP_UNLIKELY(!atomic_load_explicit(&m->planned, memory_order_acquire))) dsp_plan();
     int node = DSP_UNLIKELY(__atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED))
                    ? dsp_numa_pick(DSP_BLK_SERVED_KIND(how) != 0)
-                   : 0;
+                   : -1;
 
     dsp_mgr_lock();
     struct dsp_span *s = from_pool(len, how, node, out, &why);

@@ -169,10 +169,13 @@ static int current_device_node(void) {
     return node;
 }
 
+/* The calling CPU's node, or -1 when it is unknown or beyond the nodes
+ * pooled apart: such a block is left to first touch, which puts it where the
+ * thread runs, as without the shim; binding it to node 0 would not. */
 static int cpu_node_now(void) {
     int cpu = dsp_sys_cpu();
     int n = cpu >= 0 && cpu < CPU_MAX ? cpu_node[cpu] - 1 : -1;
-    return n >= 0 && n < DSP_NUMA_NODES ? n : 0;
+    return n >= 0 && n < DSP_NUMA_NODES ? n : -1;
 }
 
 int dsp_numa_pick(int device) {

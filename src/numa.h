@@ -59,7 +59,9 @@ void dsp_numa_set_device(const struct dsp_numa_device *d);
  * dsp_numa_active: device, 1 for a CUDA allocation (whose device decides
  * under auto and device), 0 for the rest (malloc hints, dsp_alloc: the
  * calling CPU's node, or under device the node of the device the thread last
- * allocated for). Always a node below DSP_NUMA_NODES. */
+ * allocated for). A node below DSP_NUMA_NODES, or -1 for none: the calling
+ * CPU's node is unknown or beyond them, and the block is left to first touch
+ * (pooled with node 0's). */
 int dsp_numa_pick(int device);
 
 /* The node of a PCI device under sysfs (bus/pci/devices/<bus>/numa_node),

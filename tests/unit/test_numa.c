@@ -135,6 +135,16 @@ Test(numa, a_block_goes_on_the_calling_cpus_node, .init = two_nodes) {
     cr_assert_eq(stat_of("numa_fallbacks"), 0);
 }
 
+/* A CPU that is in no node's cpulist (or on a node beyond those pooled apart)
+ * is left to first touch, as without the shim: it was bound to node 0. */
+Test(numa, a_cpu_of_no_known_node_is_left_to_first_touch_not_node_0, .init = two_nodes) {
+    alloc_on_cpu(5);
+    cr_assert_eq(binds, 0, "bound to node %d", bound_node);
+    alloc_on_cpu(1);
+    cr_assert_eq(bound_node, 1, "a known CPU is still placed");
+    cr_assert_eq(stat_of("numa_fallbacks"), 0);
+}
+
 /* A CUDA allocation (served by the CUDA layer's kind) goes on the node of the
  * device current on the thread, wherever the thread runs; its pool too. */
 Test(numa, a_cuda_block_goes_on_its_devices_node, .init = two_nodes) {
