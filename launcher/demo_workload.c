@@ -89,6 +89,10 @@ static void *raw_alloc(size_t len) {
 /* One line: both spans, and their ratio (how many times faster with the
  * shim) only where both were timed; then how many runs each figure is the
  * mean of, where more than one. */
+/* A section's work was repeated with the shim to be timed: the counts of
+ * what it did include the repeats, and the summary says so. */
+static int repeated;
+
 static void report(const char *what, struct fig_span with, long with_runs, struct fig_span without,
                    long without_runs) {
     char a[48], b[48], r[24];
@@ -101,6 +105,7 @@ static void report(const char *what, struct fig_span with, long with_runs, struc
         saved_sections++;
     }
     printf("\n");
+    if (with_runs > 1) repeated = 1;
     if (with_runs > 1 && without_runs > 1)
         printf("  (each figure the mean of %ld runs with dspreload, %ld without: one run is too "
                "quick to time)\n",
@@ -672,10 +677,10 @@ int main(int argc, char **argv) {
                  saved_total < 0 ? "lost" : "saved", saved_sections, saved_sections > 1 ? "s" : "");
     printf("\nWhat dspreload did: %lld pinned blocks served from its pool (%lld pinned anew), "
            "%lld cudaHostAlloc calls served,\n%lld passed through, %lld malloc'd buffers born "
-           "pinned, %lld libaio reads bounced;\n%s.\n",
+           "pinned, %lld libaio reads bounced%s;\n%s.\n",
            stat_of("pool_hits"), stat_of("pool_misses"), stat_of("cuda_host_alloc_served"),
            stat_of("cuda_host_alloc_passthrough"), stat_of("malloc_hinted"), stat_of("aio_bounced"),
-           total);
+           repeated ? " (the runs repeated to be timed included)" : "", total);
     printf("Its own account follows (DSP_STATS=1):\n");
     fflush(stdout);
     return 0;
