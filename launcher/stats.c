@@ -119,11 +119,15 @@ int cmd_stats(int argc, char **argv, const char *lib) {
             continue;
         }
         if (!shown) { /* the head once a row follows */
-            printf("%-10s", "pid");
+            printf("%-10s %6s", "pid", "rank");
             for (size_t c = 0; c < NCOLS; c++) printf(" %12s", cols[c].head);
             printf("\n");
         }
-        printf("%-10llu", pid);
+        unsigned long long rank; /* RANK, SLURM_PROCID...: which rank of a job it was */
+        if (dsp_json_u64(json, "rank", &rank) == 0)
+            printf("%-10llu %6llu", pid, rank);
+        else
+            printf("%-10llu %6s", pid, "-");
         for (size_t c = 0; c < NCOLS; c++) {
             unsigned long long v;
             int have = dsp_json_u64(json, cols[c].key, &v) == 0;
@@ -149,7 +153,7 @@ int cmd_stats(int argc, char **argv, const char *lib) {
         printf("no stats file read: no totals\n");
         return bad;
     }
-    printf("%-10s", "total");
+    printf("%-10s %6s", "total", "");
     for (size_t c = 0; c < NCOLS; c++) {
         char buf[64];
         cell(buf, sizeof buf, 1, total[c], cols[c].bytes);

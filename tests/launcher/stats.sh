@@ -3,10 +3,12 @@
 cmd=$1 prog=$2
 fail() { echo "FAIL: $*"; exit 1; }
 dir=$(mktemp -d)
-for i in 1 2 3; do "$cmd" --stats-file "$dir/s.%p.json" -- "$prog" || fail "run $i"; done
+for i in 1 2 3; do RANK=$((i - 1)) "$cmd" --stats-file "$dir/s.%p.json" -- "$prog" || fail "run $i"; done
 n=$(ls "$dir" | wc -l); [ "$n" -eq 3 ] || fail "3 files expected, got $n"
 out=$("$cmd" stats "$dir"/*.json) || fail "stats: $out"
 [ "$(echo "$out" | grep -cE '^[0-9]+ ')" -eq 3 ] || fail "3 rows: $out"
+# Each row names the rank its process was (the file's "rank").
+for r in 0 1 2; do echo "$out" | grep -qE "^[0-9]+ +$r " || fail "no row of rank $r: $out"; done
 # Each run of stats_exit has 1 pool hit and 3 misses and leaves 2 blocks live.
 echo "$out" | grep -qE '^total +[0-9.]+ [KMG]iB +6 +3 +9 ' || fail "totals: $out"
 # NUMA placement (issue 33): each node's figures, the files' together; none
