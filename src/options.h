@@ -92,7 +92,8 @@ DSP_OPTION(NUMA, STRING(12), SECURE_IGNORED, "auto", "auto|device|cpu|off or a n
            "allocated for (the CPU's until then); cpu: every block on the calling CPU's node; "
            "a number: every block on that node; off: the kernel's first touch, as without "
            "the shim. A node without room spills to another (one warning, counted per node in "
-           "the statistics), never a failure. Machines with one node place nothing, at no "
+           "the statistics), never a failure. Nodes 0 to 7 are placed on; a thread on a CPU of "
+           "another node gets first touch. Machines with one node place nothing, at no "
            "cost. See docs/deployment.md.")
 #define DSP_CHOICES_CUDA(X) X(CUDA, AUTO, auto) X(CUDA, OFF, off)
 DSP_CHOICE(CUDA, SECURE_OFF, "auto",
