@@ -62,6 +62,14 @@ idle_cuda_rank_yields() {
   grep -q '^unregistered 1$' "$top/out.$1" || fail "not unregistered with the driver once: $(cat "$top/out.$1")"
 }
 
+# churn_both WHAT PHRASE: churn_through in a single-threaded process, then in
+# a threaded one (the check runs at its new pins, or in the timer), under a
+# 1 GiB cap with no pool.
+churn_both() {
+  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
+  for mode in single threaded; do churn_through $mode "$1" "$2"; done
+}
+
 # churn_through MODE WHAT PHRASE: node_pin churn (MODE: single or threaded)
 # joins the ledger; WHAT (a shell command) is done to it by another process;
 # the churner must warn once with PHRASE, keep pinning with nothing refused,
@@ -486,28 +494,19 @@ node_truncated_ledger_costs_a_warning_not_the_process)
   # script emptying /dev/shm) killed every process pinning through it with
   # SIGBUS. Single-threaded (the check runs at its new pins) and threaded
   # (the timer's).
-  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
-  for mode in single threaded; do
-    churn_through $mode "truncate -s 0 '$path'" "was truncated by another process"
-  done
+  churn_both "truncate -s 0 '$path'" "was truncated by another process"
   ;;
 node_overwritten_ledger_is_dropped_not_believed)
   # Regression (issue 34): random bytes written over the ledger's file while
   # a process used it were believed: every later pin was refused.
-  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
-  for mode in single threaded; do
-    churn_through $mode "head -c \$(stat -c %s '$path') /dev/urandom | dd of='$path' conv=notrunc status=none" \
-      "was overwritten by another process"
-  done
+  churn_both "head -c \$(stat -c %s '$path') /dev/urandom | dd of='$path' conv=notrunc status=none" \
+    "was overwritten by another process"
   ;;
 node_nonsense_counters_are_dropped_not_believed)
   # Issue 34: counters that make no sense (written by another process of the
   # user into the shared memory itself) are not believed either: the check
   # before a refusal drops the ledger, and the pin goes ahead.
-  export DSP_NODE_MAX_PINNED=1G DSP_POOL_MAX=0
-  for mode in single threaded; do
-    churn_through $mode "'$prog' scribble '$path' >/dev/null" "is corrupt (counters)"
-  done
+  churn_both "'$prog' scribble '$path' >/dev/null" "is corrupt (counters)"
   ;;
 node_table_says_1_process_not_1_processes)
   # Regression (issue 31's review): stats --node's head line, read by people,
