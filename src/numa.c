@@ -137,12 +137,10 @@ void dsp_numa_set_device(const struct dsp_numa_device *d) {
 }
 
 int dsp_numa_node_of_bus(const char *sysfs, const char *bus) {
-    char path[512], buf[32];
+    char path[512];
+    size_t n; /* "-1" (no node) is no number */
     dsp_fmt(path, sizeof path, "%s/bus/pci/devices/%s/numa_node", sysfs, bus);
-    if (dsp_sys_read(path, buf, sizeof buf) <= 0 || buf[0] < '0' || buf[0] > '9') return -1;
-    int n = 0;
-    for (const char *s = buf; *s >= '0' && *s <= '9' && n < 1000; s++) n = n * 10 + (*s - '0');
-    return n;
+    return dsp_sys_read_size(path, &n) && n < 1000 ? (int)n : -1;
 }
 
 /* The node of the device current on the calling thread, read once per
@@ -196,12 +194,14 @@ const cpu_set_t *dsp_numa_cpus(int node) {
     return node >= 0 && node < DSP_NUMA_NODES && node_cpus_known[node] ? &node_cpus[node] : NULL;
 }
 
+/* Under the manager's mutex, as dsp_numa_count_pooled: one writer, so a
+ * load and a store; nothing at all while placement is off, where no figure
+ * of a node is shown. */
 void dsp_numa_count_pinned(int node, size_t len, int sign) {
-    if (node < 0 || node >= DSP_NUMA_NODES) return;
-    if (sign > 0)
-        atomic_fetch_add_explicit(&st[node].pinned, len, memory_order_relaxed);
-    else
-        atomic_fetch_sub_explicit(&st[node].pinned, len, memory_order_relaxed);
+    if (!__atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED) || node < 0 || node >= DSP_NUMA_NODES)
+        return;
+    uint64_t v = atomic_load_explicit(&st[node].pinned, memory_order_relaxed);
+    atomic_store_explicit(&st[node].pinned, sign > 0 ? v + len : v - len, memory_order_relaxed);
 }
 
 /* One line for every fallback of the process (issue 33: "one log line"); the
