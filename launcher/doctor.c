@@ -187,11 +187,7 @@ static void check_thp(void) {
 
 /* A small sysfs file's first line, without its newline; "" when absent. */
 static void sysfs_line(const char *path, char *out, size_t cap) {
-    out[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    if (!fgets(out, (int)cap, f)) out[0] = 0;
-    fclose(f);
+    if (dsp_sys_read(path, out, cap) < 0) out[0] = 0;
     out[strcspn(out, "\n")] = 0;
 }
 
@@ -205,9 +201,13 @@ static void check_numa(void) {
              "DSP_NUMA=%s is none of auto, device, cpu, off or a node number: auto is used", mode);
         mode = "auto";
     }
-    char online[256];
+    char online[256]; /* shown; whether there is anything to place is the library's reading */
     sysfs_line("/sys/devices/system/node/online", online, sizeof online);
-    if (!online[0] || (!strchr(online, '-') && !strchr(online, ','))) {
+    int off = !strcmp(mode, "off");
+    if (!off)
+        dsp_numa_plan(dsp_numa_sysfs()); /* warns of a fixed node not online, as the library */
+    if (off ? !online[0] || (!strchr(online, '-') && !strchr(online, ','))
+            : !__atomic_load_n(&dsp_numa_active, __ATOMIC_RELAXED)) {
         line("OK", "NUMA placement", "one node%s: nothing to place (placement costs nothing)",
              online[0] ? "" : " (no NUMA)");
         return;
@@ -232,7 +232,7 @@ static void check_numa(void) {
                                   e->d_name, node);
     }
     if (d) closedir(d);
-    if (!strcmp(mode, "off"))
+    if (off)
         line("WARN", "NUMA placement",
              "nodes %s, DSP_NUMA=off: pinned blocks go where first touch puts them, often "
              "across nodes from their GPU. Fix: unset DSP_NUMA (auto)%s%s",
