@@ -367,15 +367,16 @@ static int measure_cufile(MEASURE_ARGS) {
 
 static const struct section {
     const char *name, *env, *lib_a, *lib_b, *label, *skipped;
+    const char *double_label; /* the label's tail when the build tree's test double serves */
     int (*measure)(MEASURE_ARGS);
 } sections[] = {
     {"cuda", "DSPRELOAD_DEMO_CUDART", "libcudart.so.13", "libcudart.so.12", "alloc + free",
      "skipped: no libcudart found (install CUDA; in the build tree the demo uses its test double)",
-     measure_cuda},
+     " (libcudart test double)", measure_cuda},
     {"cufile", "DSPRELOAD_DEMO_CUFILE", "libcufile.so.0", NULL, "cuFileRead",
      "skipped: no libcufile found (install GPUDirect Storage; in the build tree the demo uses its "
      "test double)",
-     measure_cufile},
+     " (libcufile test double)", measure_cufile},
 };
 
 /* The section's library, as the section finds it; NULL if none. */
@@ -524,9 +525,7 @@ static void library_section(const struct section *sec) {
         printf("  %s with dspreload: %s: nothing to compare\n", which, why);
         return;
     }
-    snprintf(label, sizeof label, "%s%s:", sec->label,
-             double_ ? (sec == sections ? " (libcudart test double)" : " (libcufile test double)")
-                     : "");
+    snprintf(label, sizeof label, "%s%s:", sec->label, double_ ? sec->double_label : "");
     report(label, with, with_runs, without, without_runs);
 }
 

@@ -48,8 +48,6 @@ def stats():
     while True:
         buf = ctypes.create_string_buffer(cap)
         need = stats_json(buf, cap)
-        if need < 0:
-            return None
         if need < cap:  # snprintf-style: the whole object and its NUL fit
             return json.loads(buf.value.decode())
         cap = need + 1
