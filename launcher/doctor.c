@@ -138,7 +138,7 @@ static void check_node(void) {
 static void check_cgroup(void) {
     char a[32], b[32], c[32];
     struct dsp_cgroup cg;
-    if (dsp_cgroup_query(&cg) != 0) {
+    if (dsp_cgroup_query(&cg, NULL, 0) != 0) {
         line("OK", "memory cgroup", "none found: the budget follows RAM");
     } else if (cg.limit == SIZE_MAX) {
         line("OK", "memory cgroup", "v%d, no memory limit: the budget follows RAM", cg.version);

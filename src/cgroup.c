@@ -149,9 +149,12 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
     return found ? 0 : -ENOENT;
 }
 
-int dsp_cgroup_query(struct dsp_cgroup *out) {
+int dsp_cgroup_query(struct dsp_cgroup *out, char *path, size_t cap) {
     char text[4096];
     long n = dsp_sys_read("/proc/self/cgroup", text, sizeof text);
+    if (path && (n <= 0 || (!dsp_cgroup_path(text, "memory", path, cap) &&
+                            !dsp_cgroup_path(text, "", path, cap))))
+        path[0] = 0;
     if (n <= 0) {
         memset(out, 0, sizeof *out);
         out->limit = out->room = NONE;
@@ -163,7 +166,7 @@ int dsp_cgroup_query(struct dsp_cgroup *out) {
 size_t dsp_cgroup_ram(void) {
     size_t ram = dsp_sys_ram();
     struct dsp_cgroup cg;
-    return dsp_cgroup_query(&cg) == 0 && cg.room < ram ? cg.room : ram;
+    return dsp_cgroup_query(&cg, NULL, 0) == 0 && cg.room < ram ? cg.room : ram;
 }
 
 /* The last whole look (every level), and when it was: between whole looks,
@@ -187,7 +190,7 @@ int dsp_cgroup_refuses(size_t len) {
     if (looked_s < 0 || now.tv_sec - looked_s >= 1 ||
         (cg.limit != NONE &&
          !(dsp_sys_read_size(cg.file, &cg.limit) && dsp_sys_read_size(cg.usage_file, &cg.usage)))) {
-        dsp_cgroup_query(&cg); /* due, or the process moved: every level */
+        dsp_cgroup_query(&cg, NULL, 0); /* due, or the process moved: every level */
         last = cg;
         looked_s = (long)now.tv_sec;
     } else if (cg.limit != NONE) {

@@ -31,8 +31,10 @@ int dsp_cgroup_read(const char *root, const char *proc_cgroup, struct dsp_cgroup
 int dsp_cgroup_path(const char *proc_cgroup, const char *want, char *path, size_t cap);
 
 /* The same for this process, from /proc/self/cgroup and /sys/fs/cgroup: 0,
- * -ENOENT, or -errno when /proc/self/cgroup cannot be opened. */
-int dsp_cgroup_query(struct dsp_cgroup *out);
+ * -ENOENT, or -errno when /proc/self/cgroup cannot be opened. With path, also
+ * the cgroup's path (the memory controller's line, else the v2 line; "" when
+ * neither), from the same reading. */
+int dsp_cgroup_query(struct dsp_cgroup *out, char *path, size_t cap);
 
 /* RAM, or the memory cgroup's room when that is smaller: the memory this
  * process's machine has, of which DSP_* shares (50%) and the auto budget are

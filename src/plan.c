@@ -16,13 +16,7 @@
 void dsp_machine_read(struct dsp_machine *mc) {
     memset(mc, 0, sizeof *mc);
     mc->ram = dsp_sys_ram();
-    char text[4096];
-    if (dsp_sys_read("/proc/self/cgroup", text, sizeof text) > 0) {
-        mc->cg_found = dsp_cgroup_read("/sys/fs/cgroup", text, &mc->cg) == 0;
-        if (!dsp_cgroup_path(text, "memory", mc->cg_path, sizeof mc->cg_path) &&
-            !dsp_cgroup_path(text, "", mc->cg_path, sizeof mc->cg_path))
-            mc->cg_path[0] = 0;
-    }
+    mc->cg_found = dsp_cgroup_query(&mc->cg, mc->cg_path, sizeof mc->cg_path) == 0;
     if (!mc->cg_found) mc->cg.limit = mc->cg.room = (size_t)-1;
     mc->mem = mc->cg.room < mc->ram ? mc->cg.room : mc->ram;
     mc->memlock = dsp_sys_memlock_limit();

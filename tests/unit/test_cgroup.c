@@ -167,7 +167,7 @@ Test(cgroup, hybrid_takes_v1_memory_when_unified_has_none, .init = v1_tree) {
  * crash or invent a limit bigger than the usage it reports. */
 Test(cgroup, this_process) {
     struct dsp_cgroup cg;
-    if (dsp_cgroup_query(&cg) == 0 && cg.limit != SIZE_MAX)
+    if (dsp_cgroup_query(&cg, NULL, 0) == 0 && cg.limit != SIZE_MAX)
         cr_assert_eq(cg.room, cg.limit > cg.usage ? cg.limit - cg.usage : 0);
     else
         cr_assert_eq(cg.room, SIZE_MAX);
