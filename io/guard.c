@@ -3,6 +3,7 @@
 #include "errname.h"
 #include "log.h"
 #include "sigcgt.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,10 +134,10 @@ void dsp_guard_note_handler(int sig, const struct sigaction *act) {
  * long Groups line) and a close, where asking every signal's disposition
  * took 64 rt_sigaction. */
 static int caught_signals(uint64_t *caught) {
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    int fd = dsp_sys_open("/proc/self/status", O_RDONLY);
     if (fd < 0) return 0;
     int ok = dsp_sigcgt_read(fd, caught);
-    close(fd);
+    dsp_sys_close(fd);
     return ok;
 }
 

@@ -51,7 +51,7 @@ static int hexval(char c) { /* the digit's value, or -EINVAL for no hex digit */
  * ways; 0 when no hole holds 4 * len. mmap's own choice lands right under the
  * libraries, where the program's next mappings would fence the arena in. */
 static uintptr_t roomy_place(size_t len) {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    int fd = dsp_sys_open("/proc/self/maps", O_RDONLY);
     if (fd < 0) return 0;
     char buf[4096];
     uintptr_t a = 0, b = 0, prev = (uintptr_t)4 << 30, best = 0, best_len = 0;
@@ -83,7 +83,7 @@ static uintptr_t roomy_place(size_t len) {
             }
             field = 2;
         }
-    close(fd);
+    dsp_sys_close(fd);
     if (prev < USER_TOP && USER_TOP - DSP_GiB - prev > best_len)
         best = prev, best_len = USER_TOP - DSP_GiB - prev;
     if (best_len / 4 < len) return 0;

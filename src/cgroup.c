@@ -27,9 +27,9 @@ static int read_size(const char *dir, const char *name, size_t *v) {
 }
 
 static int is_dir(const char *path) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = dsp_sys_open(path, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return 0;
-    close(fd);
+    dsp_sys_close(fd);
     return 1;
 }
 

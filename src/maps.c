@@ -41,14 +41,14 @@ size_t dsp_maps_reserve(size_t max_map_count) {
 }
 
 size_t dsp_maps_count(void) {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    int fd = dsp_sys_open("/proc/self/maps", O_RDONLY);
     if (fd < 0) return 0;
     char buf[8192];
     size_t lines = 0;
     ssize_t n;
     while ((n = read(fd, buf, sizeof buf)) > 0)
         for (ssize_t i = 0; i < n; i++) lines += buf[i] == '\n';
-    close(fd);
+    dsp_sys_close(fd);
     return lines;
 }
 

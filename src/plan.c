@@ -52,7 +52,7 @@ void dsp_budget_plan(const struct dsp_machine *mc, struct dsp_budget_plan *p) {
 int dsp_page_reporting(const char *sysfs) {
     char dir[256], path[512], feat[256];
     dsp_fmt(dir, sizeof dir, "%s/bus/virtio/drivers/virtio_balloon", sysfs);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = dsp_sys_open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return 0;
     char buf[2048];
     int on = 0;
@@ -73,6 +73,6 @@ int dsp_page_reporting(const char *sysfs) {
             on = len > BALLOON_F_REPORTING && feat[BALLOON_F_REPORTING] == '1';
         }
     }
-    close(fd);
+    dsp_sys_close(fd);
     return on;
 }

@@ -29,6 +29,10 @@ size_t dsp_sys_memlock_limit(void);
  * malloc): the file's first cap-1 bytes, NUL-terminated; their length, or
  * -errno of open (buf untouched then). */
 long dsp_sys_read(const char *path, char *buf, size_t cap);
+/* The shim's own files, opened (O_CLOEXEC added; -1 and errno) and closed
+ * with the system calls, past its fd hooks (sys.c says why). */
+int dsp_sys_open(const char *path, int flags);
+void dsp_sys_close(int fd);
 /* The number a file starts with: 1 and *v (SIZE_MAX for "max", as cgroup v2
  * writes no limit, or for an overflow), 0 when the file is missing or does
  * not start with one. */

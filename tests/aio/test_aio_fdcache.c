@@ -260,3 +260,46 @@ Test(aio_fdcache, first_answer_kept_makes_the_membarrier_once) {
     long n = w.by_nr[SYS_membarrier];
     cr_assert(n == 1 || n == 2, "%ld membarrier", n);
 }
+
+/* A misaligned read on a buffered fd, the manager's own files read (a new
+ * block, then a trim: /proc/self/maps), and the same read again inside the
+ * window. */
+static void child_between_the_shims_own_files(void *arg) {
+    const char *path = arg;
+    io_context_t ctx = 0;
+    if (io_setup(4, &ctx) != 0) _exit(4);
+    int fd = open(path, O_RDONLY);
+    char *buf =
+        (char *)mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) + 1;
+    struct iocb cb, *list[1] = {&cb};
+    struct io_event ev[1];
+    void *(*alloc)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "dsp_alloc");
+    int (*release)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "dsp_free");
+    void (*trim)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "dsp_trim");
+    if (!alloc || !release || !trim) _exit(6);
+    release(alloc(1 << 20)); /* the first pin's one-time files: plan, node ledger */
+    trim(); /* so that the pin below is a new one, which counts the maps again */
+    for (int i = 0; i < 2; i++) {
+        if (i) window_mark();
+        io_prep_pread(&cb, fd, buf, 4096, 0);
+        if (io_submit(ctx, 1, list) != 1 || io_getevents(ctx, 1, 1, ev, NULL) != 1 ||
+            (long)ev[0].res != 4096)
+            _exit(5);
+        if (i) window_mark();
+        void *p = alloc(1 << 20);
+        if (!p) _exit(7);
+        release(p);
+        trim();
+    }
+}
+
+/* Regression (review of issue 29's fd cache): the library's own open and
+ * close bound to its fd hooks, so every file it read (the memory cgroup's at
+ * each new pin, /proc/self/maps) threw the cached answers away, and the next
+ * misaligned io_submit asked the kernel again. */
+Test(aio_fdcache, the_shims_own_files_keep_the_cached_answers) {
+    static struct window w;
+    window_count(child_between_the_shims_own_files, (void *)make_file(disk, 65536), &w);
+    cr_assert_eq(w.by_nr[SYS_io_submit], 1);
+    cr_assert_eq(w.by_nr[SYS_fcntl], 0, "the fd was asked again: %ld fcntl", w.by_nr[SYS_fcntl]);
+}
