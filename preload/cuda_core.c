@@ -178,8 +178,8 @@ static _Atomic int program_device = -1;
 
 static void note_device(const struct dsp_cuda_api *a) {
     int d;
-    if (atomic_load_explicit(&program_device, memory_order_relaxed) >= 0 || !a->get_device) return;
-    if (DSP_CUDA_OUT(a->get_device(&d)) == DSP_CU_SUCCESS)
+    if (atomic_load_explicit(&program_device, memory_order_relaxed) >= 0 || !a->set_device) return;
+    if (DSP_CUDA_OUT(a->current_device(&d)) == DSP_CU_SUCCESS)
         atomic_store_explicit(&program_device, d, memory_order_relaxed);
 }
 

@@ -43,14 +43,13 @@ struct dsp_cuda_api {
      * a new block (its registration would fail, 201) nor evicts (an
      * unregister would fail, and the span be kept out of use for good). */
     int (*ready)(void);
-    /* The runtime's: the calling thread's device, and setting it on a thread
-     * of the shim's before its first call (NULL: the driver API, whose
-     * context is the caller's). */
-    int (*get_device)(int *d);
+    /* The runtime's: setting the device on a thread of the shim's before its
+     * first call (NULL: the driver API, whose context is the caller's). */
     int (*set_device)(int d);
-    /* For NUMA placement (src/numa.h): the device current on the calling
-     * thread (the runtime's cudaGetDevice, the driver's cuCtxGetDevice) and
-     * a device's PCI bus id; 0 or the API's error. NULL when absent. */
+    /* The device current on the calling thread (the runtime's cudaGetDevice,
+     * the driver's cuCtxGetDevice: for set_device, and for NUMA placement,
+     * src/numa.h) and a device's PCI bus id; 0 or the API's error. NULL when
+     * absent. */
     int (*current_device)(int *d);
     int (*pci_bus_id)(char *buf, int len, int dev);
     int no_driver_a, no_driver_b; /* codes meaning no usable driver or device */

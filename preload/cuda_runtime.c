@@ -78,11 +78,9 @@ static struct dsp_cuda_api api = {
 
 static int start(void) {
     if (dsp_real_runtime.cudaThreadExchangeStreamCaptureMode) api.exchange_mode = do_exchange;
-    if (dsp_real_runtime.cudaGetDevice && dsp_real_runtime.cudaSetDevice) {
-        api.get_device = do_get_device;
-        api.set_device = do_set_device;
-    }
     if (dsp_real_runtime.cudaGetDevice) api.current_device = do_get_device;
+    if (dsp_real_runtime.cudaGetDevice && dsp_real_runtime.cudaSetDevice)
+        api.set_device = do_set_device;
     if (dsp_real_runtime.cudaDeviceGetPCIBusId) api.pci_bus_id = do_bus_id;
     return dsp_cuda_start(&api, DSP_CUDA_RUNTIME);
 }
