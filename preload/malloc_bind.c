@@ -68,12 +68,6 @@ struct object {
     int nslots, protect;
 };
 
-/* The loader rewrites most d_ptr entries to addresses; the vDSO's and some
- * architectures' stay offsets. */
-static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p) {
-    return p < info->dlpi_addr ? info->dlpi_addr + p : p;
-}
-
 /* The glibc function for the slot of relocation r, or 0 to leave it. */
 static uintptr_t target(const struct walk *w, struct object *o, const ElfW(Rela) * r) {
     unsigned long type = ELF64_R_TYPE(r->r_info);
@@ -124,8 +118,8 @@ static int parse(const struct dl_phdr_info *info, struct object *o, struct reloc
     size_t jmpsz = 0, relasz = 0, relacount = 0;
     int pltrela = 1;
     for (; dyn->d_tag != DT_NULL; dyn++) {
-        uintptr_t a = dyn_ptr(info, dyn->d_un.d_ptr); /* for the address entries */
-        size_t v = dyn->d_un.d_val;                   /* for the others */
+        uintptr_t a = dsp_dyn_ptr(dyn->d_un.d_ptr, info->dlpi_addr); /* address entries */
+        size_t v = dyn->d_un.d_val;                                  /* for the others */
         if (dyn->d_tag == DT_JMPREL) jmprel = (const ElfW(Rela) *)a;
         if (dyn->d_tag == DT_PLTRELSZ) jmpsz = v;
         if (dyn->d_tag == DT_PLTREL) pltrela = v == DT_RELA;
@@ -147,12 +141,13 @@ static int parse(const struct dl_phdr_info *info, struct object *o, struct reloc
  * objects before this library define. */
 static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     unsigned bits = 0;
+    struct dsp_elf_tables t;
     for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC &&
+            dsp_elf_tables((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                           info->dlpi_addr, &t))
             for (int k = 0; k < w->n; k++)
-                if (dsp_sym_defines((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
-                                    info->dlpi_addr, w->t[k].name))
-                    bits |= 1u << k;
+                if (dsp_elf_defines(&t, w->t[k].name)) bits |= 1u << k;
     return bits;
 }
 

@@ -45,14 +45,8 @@ NO_SANITIZE static uint32_t gnu_hash(const char *s) {
     return h;
 }
 
-struct elf_tables {
-    const ElfW(Sym) * symtab;
-    const char *strtab;
-    const uint32_t *gnu_hash, *sysv_hash;
-};
-
 NO_SANITIZE static const ElfW(Sym) *
-    defined(const struct elf_tables *t, uint32_t i, const char *name) {
+    defined(const struct dsp_elf_tables *t, uint32_t i, const char *name) {
     const ElfW(Sym) *s = &t->symtab[i];
     unsigned type = ELF64_ST_TYPE(s->st_info);
     if (s->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC)) return NULL;
@@ -61,7 +55,7 @@ NO_SANITIZE static const ElfW(Sym) *
 
 /* The definition of name in one object's tables (any version: glibc's
  * versions of dlsym are one function), or NULL. */
-NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, const char *name) {
+NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct dsp_elf_tables *t, const char *name) {
     if (t->gnu_hash) {
         const uint32_t *ht = t->gnu_hash;
         uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
@@ -89,12 +83,12 @@ NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct elf_tables *t, cons
 
 /* The symbol tables of the object at base with dynamic section dyn: 1 and
  * *t, or 0. */
-NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct elf_tables *t) {
-    *t = (struct elf_tables){0};
+NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct dsp_elf_tables *t) {
+    *t = (struct dsp_elf_tables){0};
     for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
         /* The loader relocates these in place where the dynamic section is
          * writable; elsewhere they are still offsets. */
-        ElfW(Addr) a = d->d_un.d_ptr < base ? base + d->d_un.d_ptr : d->d_un.d_ptr;
+        ElfW(Addr) a = dsp_dyn_ptr(d->d_un.d_ptr, base);
         if (d->d_tag == DT_SYMTAB) t->symtab = (const void *)a;
         if (d->d_tag == DT_STRTAB) t->strtab = (const void *)a;
         if (d->d_tag == DT_GNU_HASH) t->gnu_hash = (const void *)a;
@@ -105,7 +99,7 @@ NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct elf_
 
 /* The symbol tables of l when it is the C library (or, with libdl, libdl):
  * 1 and *t, else 0. */
-NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct elf_tables *t) {
+NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct dsp_elf_tables *t) {
     const char *base = l->l_name;
     for (const char *p = l->l_name; p && *p; p++)
         if (*p == '/') base = p + 1;
@@ -115,7 +109,7 @@ NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct e
 }
 
 NO_SANITIZE static int find_in(const struct link_map *l) {
-    struct elf_tables t;
+    struct dsp_elf_tables t;
     if (!libc_tables(l, 1, &t)) return 0;
     const ElfW(Sym) *s = elf_lookup(&t, "dlsym"), *v = elf_lookup(&t, "dlvsym");
     if (!s || !v) return 0; /* libc.so.6 before 2.34 has neither: libdl.so.2 comes */
@@ -138,7 +132,7 @@ NO_SANITIZE void dsp_glibc_resolve(void) {
 }
 
 void *dsp_libc_sym(const char *name) {
-    struct elf_tables t;
+    struct dsp_elf_tables t;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
         if (libc_tables(l, 0, &t)) {
             const ElfW(Sym) *s = elf_lookup(&t, name);
@@ -148,9 +142,12 @@ void *dsp_libc_sym(const char *name) {
     return NULL;
 }
 
-int dsp_sym_defines(const void *dynamic, uintptr_t base, const char *name) {
-    struct elf_tables t;
-    return tables(dynamic, base, &t) && elf_lookup(&t, name);
+int dsp_elf_tables(const void *dynamic, uintptr_t base, struct dsp_elf_tables *t) {
+    return tables(dynamic, base, t);
+}
+
+int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name) {
+    return elf_lookup(t, name) != NULL;
 }
 
 static void *glibc_dlsym(void *h, const char *name) {

@@ -5,7 +5,9 @@
 
 #include "fork.h"
 
+#include <link.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 /* glibc's own dlsym and dlvsym, found by address in the C library's symbol
  * table (symbols.c), so that the shim's lookups never pass through its own
@@ -25,9 +27,23 @@ void dsp_glibc_resolve(void);
  * NULL if not found. */
 void *dsp_libc_sym(const char *name);
 
-/* Whether the object loaded at base, with dynamic section `dynamic`, defines
- * function `name` (any version): 1 or 0. Reads its tables only. */
-int dsp_sym_defines(const void *dynamic, uintptr_t base, const char *name);
+/* A loaded object's dynamic symbol tables, read once for several lookups. */
+struct dsp_elf_tables {
+    const ElfW(Sym) * symtab;
+    const char *strtab;
+    const uint32_t *gnu_hash, *sysv_hash;
+};
+/* Those of the object loaded at base with dynamic section `dynamic`: 1 and
+ * *t, or 0. */
+int dsp_elf_tables(const void *dynamic, uintptr_t base, struct dsp_elf_tables *t);
+/* Whether they define function `name` (any version): 1 or 0. */
+int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name);
+/* An address entry of a dynamic section: the loader rewrites most to
+ * addresses where the section is writable; elsewhere (the vDSO, some
+ * architectures) they stay offsets from base. */
+static inline uintptr_t dsp_dyn_ptr(uintptr_t p, uintptr_t base) {
+    return p < base ? base + p : p;
+}
 
 /* The next definition of `name` after this library: dlsym(RTLD_NEXT), else in
  * a loaded object whose file name starts with `lib_prefix` (such as

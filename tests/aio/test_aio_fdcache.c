@@ -230,23 +230,39 @@ Test(aio_fdcache, process_that_never_io_submits_makes_no_membarrier) {
     cr_assert_eq(w.by_nr[SYS_membarrier], 0, "%ld membarrier", w.by_nr[SYS_membarrier]);
 }
 
-/* A misaligned read on a buffered fd: the cache keeps its first answer. */
-static void child_keeping_an_answer(void *arg) {
-    const char *path = arg;
-    io_context_t ctx = 0;
-    if (io_setup(4, &ctx) != 0) _exit(4);
-    int fd = open(path, O_RDONLY);
-    char *buf =
+/* A child's misaligned reads of path, buffered, through one context. */
+struct child_reads {
+    io_context_t ctx;
+    int fd;
+    char *buf;
+};
+
+static void child_reads_open(struct child_reads *r, const char *path) {
+    r->ctx = 0;
+    if (io_setup(4, &r->ctx) != 0) _exit(4);
+    r->fd = open(path, O_RDONLY);
+    r->buf =
         (char *)mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) + 1;
+}
+
+/* One misaligned 4 KiB read, whole, or the child exits 5. */
+static void child_read(struct child_reads *r) {
     struct iocb cb, *list[1] = {&cb};
     struct io_event ev[1];
+    io_prep_pread(&cb, r->fd, r->buf, 4096, 0);
+    if (io_submit(r->ctx, 1, list) != 1 || io_getevents(r->ctx, 1, 1, ev, NULL) != 1 ||
+        (long)ev[0].res != 4096)
+        _exit(5);
+}
+
+/* A misaligned read on a buffered fd: the cache keeps its first answer. */
+static void child_keeping_an_answer(void *arg) {
+    struct child_reads r;
+    child_reads_open(&r, arg);
     window_mark();
     for (int i = 0; i < 3; i++) {
-        io_prep_pread(&cb, fd, buf, 4096, 0);
-        if (io_submit(ctx, 1, list) != 1 || io_getevents(ctx, 1, 1, ev, NULL) != 1 ||
-            (long)ev[0].res != 4096)
-            _exit(5);
-        fd_churn(path);
+        child_read(&r);
+        fd_churn(arg);
     }
     window_mark();
 }
@@ -265,32 +281,22 @@ Test(aio_fdcache, first_answer_kept_makes_the_membarrier_once) {
  * block, then a trim: /proc/self/maps), and the same read again inside the
  * window. */
 static void child_between_the_shims_own_files(void *arg) {
-    const char *path = arg;
-    io_context_t ctx = 0;
-    if (io_setup(4, &ctx) != 0) _exit(4);
-    int fd = open(path, O_RDONLY);
-    char *buf =
-        (char *)mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) + 1;
-    struct iocb cb, *list[1] = {&cb};
-    struct io_event ev[1];
+    struct child_reads r;
+    child_reads_open(&r, arg);
     void *(*alloc)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "dsp_alloc");
     int (*release)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "dsp_free");
     void (*trim)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "dsp_trim");
     if (!alloc || !release || !trim) _exit(6);
     release(alloc(1 << 20)); /* the first pin's one-time files: plan, node ledger */
-    trim(); /* so that the pin below is a new one, which counts the maps again */
-    for (int i = 0; i < 2; i++) {
-        if (i) window_mark();
-        io_prep_pread(&cb, fd, buf, 4096, 0);
-        if (io_submit(ctx, 1, list) != 1 || io_getevents(ctx, 1, 1, ev, NULL) != 1 ||
-            (long)ev[0].res != 4096)
-            _exit(5);
-        if (i) window_mark();
-        void *p = alloc(1 << 20);
-        if (!p) _exit(7);
-        release(p);
-        trim();
-    }
+    trim();                  /* so that the pin below is a new one, which counts the maps again */
+    child_read(&r);
+    void *p = alloc(1 << 20);
+    if (!p) _exit(7);
+    release(p);
+    trim();
+    window_mark();
+    child_read(&r);
+    window_mark();
 }
 
 /* Regression (review of issue 29's fd cache): the library's own open and
