@@ -63,8 +63,7 @@ echo "$table" | grep -q '^total .* under the cap of 512 MiB$' || fail "stats --n
 after=$("$dsp" stats --node --key "$key")
 echo "$after" | grep -q "^ledger .*(key:$key): no process uses it" &&
   echo "$after" | grep -q '^total .* 0 B .* 0 B  *0 no cap yet$' || fail "stats --node after the job: not idle: $after"
-# The total pinned, in bytes, under the cap.
-bytes=$(echo "$table" | awk '$1 == "total" { m = $3 == "B" ? 1 : $3 == "KiB" ? 1024 : $3 == "MiB" ? 1048576 : $3 == "GiB" ? 1073741824 : -1; printf "%.0f\n", $2 * m }')
-[ -n "$bytes" ] && [ "$bytes" -gt 0 ] && [ "$bytes" -le $cap ] || fail "stats --node: total not in (0, 512 MiB]: $table"
+# Something pinned: the state column above already held the total to the cap.
+echo "$table" | grep -q '^total  *0 B ' && fail "stats --node: nothing pinned: $table"
 echo "same losses; ranks' stats: $(for f in $files; do echo "$(num "$f" malloc_hinted) hinted, peak $(num "$f" pinned_bytes_peak);"; done)"
 echo "$table"
