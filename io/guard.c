@@ -216,21 +216,13 @@ static int ask_kernel(void) {
     return open ? DSP_MASK_OPEN : DSP_MASK_CLOSED;
 }
 
-int dsp_guard_enter(void) {
-    int prev = dsp_guard_faults_ok;
-    int m = __atomic_load_n(&dsp_guard_mask, __ATOMIC_RELAXED);
-    if (DSP_UNLIKELY(m == DSP_MASK_UNKNOWN || __atomic_load_n(&dsp_guard_ask, __ATOMIC_RELAXED))) {
-        /* A handler that changes the mask between the query and the store
-         * returns to the mask the query saw (sigreturn restores it). */
-        m = ask_kernel();
-        __atomic_store_n(&dsp_guard_mask, m, __ATOMIC_RELAXED);
-    }
+int dsp_guard_enter_slow(int prev) {
+    /* A handler that changes the mask between the query and the store
+     * returns to the mask the query saw (sigreturn restores it). */
+    int m = ask_kernel();
+    __atomic_store_n(&dsp_guard_mask, m, __ATOMIC_RELAXED);
     dsp_guard_faults_ok = m == DSP_MASK_OPEN;
     return prev;
-}
-
-void dsp_guard_leave(int prev) {
-    dsp_guard_faults_ok = prev;
 }
 
 /* process_vm_readv on our own pid: both sides checked, -EFAULT for any byte
