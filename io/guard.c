@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 DSP_TLS sigjmp_buf *dsp_guard_jmp;
@@ -92,7 +93,56 @@ static int chain(int sig, siginfo_t *info, void *uc, int err) {
     return err;
 }
 
+#if DSP_GUARD_IOCB_WORDS
+/* rdi: ios, rsi: n, rdx: out; rax counts the iocbs read whole. Every load
+ * from caller memory lies between iocb_words_loads and iocb_words_done: a
+ * fault there resumes at iocb_words_done with rax as it was, the count so
+ * far. The stores go to the caller's own stack array. */
+__asm__(".text\n"
+        ".globl dsp_guard_iocb_words\n"
+        ".hidden dsp_guard_iocb_words\n"
+        ".type dsp_guard_iocb_words, @function\n"
+        "dsp_guard_iocb_words:\n"
+        "  xorl %eax, %eax\n"
+        "  testq %rsi, %rsi\n"
+        "  jle iocb_words_done\n"
+        "iocb_words_loads:\n"
+        "  movq (%rdi,%rax,8), %rcx\n"
+        "  movq 16(%rcx), %r8\n"
+        "  movq 24(%rcx), %r9\n"
+        "  movq 32(%rcx), %r10\n"
+        "  movq 40(%rcx), %r11\n"
+        "iocb_words_loads_end:\n"
+        "  movq %r8, (%rdx)\n"
+        "  movq %r9, 8(%rdx)\n"
+        "  movq %r10, 16(%rdx)\n"
+        "  movq %r11, 24(%rdx)\n"
+        "  addq $32, %rdx\n"
+        "  incq %rax\n"
+        "  cmpq %rsi, %rax\n"
+        "  jl iocb_words_loads\n"
+        "iocb_words_done:\n"
+        "  ret\n"
+        ".size dsp_guard_iocb_words, .-dsp_guard_iocb_words\n");
+extern const char iocb_words_loads[] __attribute__((visibility("hidden"))),
+    iocb_words_loads_end[] __attribute__((visibility("hidden"))),
+    iocb_words_done[] __attribute__((visibility("hidden")));
+
+/* 1 when the fault was one of dsp_guard_iocb_words' loads: resumed at its exit. */
+static int iocb_words_fault(void *uc) {
+    greg_t *ip = &((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+    if ((uintptr_t)*ip < (uintptr_t)iocb_words_loads ||
+        (uintptr_t)*ip >= (uintptr_t)iocb_words_loads_end)
+        return 0;
+    *ip = (greg_t)(uintptr_t)iocb_words_done;
+    return 1;
+}
+#endif
+
 static void on_fault(int sig, siginfo_t *info, void *uc) {
+#if DSP_GUARD_IOCB_WORDS
+    if (info->si_code > 0 && iocb_words_fault(uc)) return; /* errno untouched */
+#endif
     int err = errno;
     sigjmp_buf *jmp = __atomic_load_n(&dsp_guard_jmp, __ATOMIC_RELAXED);
     if (jmp && info->si_code > 0) {
