@@ -58,14 +58,13 @@ static inline int fast_one(uint16_t op, uint32_t fd, uint64_t buf, uint64_t len,
                                                                   : DSP_AIO_DIRECT_UNPINNED;
 }
 
-/* The common case, in one pass and without a copy of the iocbs, inside
- * dsp_guard_enter/leave. Inline in io_submit (issue 29: its own frame and
- * call were a tenth of the hook's instructions). Returns 1 with cls[] filled
- * when the fast path covers all n iocbs (at most DSP_AIO_CHUNK); 0 sends the
- * call down the general path (which also answers
- * any bad pointer exactly). The hook's cost here is four loads per iocb,
- * read by dsp_guard_iocb_words where it exists (no jump buffer to set up),
- * and a registry lookup per iocb only while something is registered
+/* The common case, in one pass, inside dsp_guard_enter/leave; inline in
+ * io_submit (issue 29: every instruction here is paid once per I/O). Returns
+ * 1 with cls[] filled when the fast path covers all n iocbs (at most
+ * DSP_AIO_CHUNK); 0 sends the call down the general path (which also answers
+ * any bad pointer exactly). The cost per iocb: four words read by
+ * dsp_guard_iocb_words where it exists (no jump buffer to set up), a few
+ * tests, and a registry lookup only while something is registered
  * (tests/aio: aio_hook_steps counts the instructions). */
 static inline int dsp_aio_fast_classify(struct iocb **ios, long n, uint8_t *cls) {
     if (!dsp_guard_faults_ok) return 0; /* no plain loads in this thread */
