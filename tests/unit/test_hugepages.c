@@ -144,24 +144,27 @@ Test(hugepages, each_block_decides_for_itself, .init = first_slow) {
     cr_assert(has_flag(fast, "hg"), "a block of warm memory keeps huge pages' speed");
 }
 
-static void always_slow(void) {
+/* always and never decide whatever the clock says, and time nothing. */
+static void slow_under(const char *mode) {
     atomic_store(&slow_from, 2);
-    setenv("DSP_HUGEPAGES", "always", 1);
+    setenv("DSP_HUGEPAGES", mode, 1);
+}
+static void setting_decides(const char *flag) {
+    char *first = dsp_alloc(64 << 20);
+    cr_assert(has_flag(first, flag), "%s", flag);
+    cr_assert_eq(atomic_load(&reads), 0, "nothing timed");
+}
+static void always_slow(void) {
+    slow_under("always");
 }
 Test(hugepages, always_keeps_them_however_slow, .init = always_slow) {
-    char *first = dsp_alloc(64 << 20);
-    cr_assert(has_flag(first, "hg"));
-    cr_assert_eq(atomic_load(&reads), 0, "the setting decides: nothing timed");
+    setting_decides("hg");
 }
-
 static void never_slow(void) {
-    atomic_store(&slow_from, 2);
-    setenv("DSP_HUGEPAGES", "never", 1);
+    slow_under("never");
 }
 Test(hugepages, never_times_nothing, .init = never_slow) {
-    char *first = dsp_alloc(64 << 20);
-    cr_assert(has_flag(first, "nh"));
-    cr_assert_eq(atomic_load(&reads), 0);
+    setting_decides("nh");
 }
 
 /* The balloon's features under a sysfs root of the test's own: bit 5,
