@@ -46,7 +46,7 @@ static int populate(char *base, size_t len) {
 /* Huge pages pay only where the free memory they are made of is at hand
  * (issue 29; docs/design.md, "Huge pages only where they pay"). On a VM whose
  * balloon reports free pages to the host, the first touch of a reported free
- * 2 MiB page faults in the host: 2-4 ms of CPU time per huge page here,
+ * 2 MiB page faults in the host: 2-5 ms of CPU time per huge page here,
  * against about 0.6 ms for 2 MiB of small pages and 0.05-0.15 ms for a huge
  * page the guest freed lately. So a block under DSP_HUGEPAGES=auto is
  * populated in WATCH_CHUNK pieces, each timed in the thread's CPU time (the
@@ -55,7 +55,9 @@ static int populate(char *base, size_t len) {
  * pages would be (HUGE_SLOW_NS per 2 MiB, a little under the small pages'
  * 0.6 ms, five times the warm huge page's worst) turns the block to small
  * pages for what is left. Each thread thus pays at most one slow piece per
- * block, and a block of warm memory keeps huge pages' speed. The piece is one
+ * block, and a block of warm memory keeps huge pages' speed. A turned block
+ * does not turn back, though warm and cold stretches of free memory
+ * interleave: each turn would be one more map. The piece is one
  * huge page: a slow one costs 2-5 ms, and the timing (two clock reads a
  * piece) 1-2% of populating warm huge pages (48.2 against 49 ms a GiB). */
 #define WATCH_CHUNK  (2 * DSP_MiB)
@@ -81,8 +83,8 @@ static void turn_small(struct fill *f) {
     char a[32];
     dsp_once(DSP_LOG_INFO,
              "huge pages populate slower than small pages here (a VM whose host takes free "
-             "memory back?): a block of %s and those like it switch to small pages at their "
-             "first slow huge pages (DSP_HUGEPAGES=always keeps huge ones)",
+             "memory back?): each new block turns to small pages at its first slow huge page "
+             "(here one of %s; DSP_HUGEPAGES=always keeps huge ones)",
              dsp_fmt_bytes(a, sizeof a, f->len));
 }
 
@@ -163,6 +165,7 @@ int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus, int
     if (huge && atomic_load(&f.small)) *huge = 0;
     return rc;
 }
+
 static int auto_threads(struct dsp_manager *m, size_t len) {
     long t = m->prefault_threads;
     if (t > 0) return (int)t;
