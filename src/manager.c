@@ -240,31 +240,17 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
     return 0;
 }
 
-/* The first block of this size decides, with DSP_HUGEPAGES=auto, whether
- * huge pages pay on this machine: below it a block's first pin is short
- * either way, and the small-block layouts stay as they were. */
-#define DECIDE_MIN (64 * DSP_MiB)
-
 /* Under mu: a new block's pages, for dsp_pin_populate_lock: 1 huge (2 MiB
  * alignment, MADV_HUGEPAGE), 0 the kernel's default, -1 small pages
  * (MADV_NOHUGEPAGE). By the block's size: a chunk of small blocks is small
  * pages, like them (a huge-page chunk populates several times slower:
- * docs/memory.md, "Small blocks come from chunks"; issue 12). Not on a VM
- * that reports free pages to its host, where the first touch of a free huge
- * page faults in the host and a first pin is slower than
- * posix_memalign+mlock (issue 29; docs/design.md, "Huge pages only where
- * they pay"): asked once, at the first large block. */
+ * docs/memory.md, "Small blocks come from chunks"; issue 12). Under auto a
+ * large block whose huge pages populate slower than small ones would (a VM
+ * whose host takes free memory back, issue 29) turns to small pages while it
+ * is populated (pin.c, populate_part). */
 static int page_kind(struct dsp_manager *m, size_t len) {
     if (m->huge_mode == DSP_HUGEPAGES_ALWAYS) return 1;
     if (m->huge_mode == DSP_HUGEPAGES_NEVER) return -1;
-    if (m->huge_pays == 0 && len >= DECIDE_MIN) {
-        m->huge_pays = dsp_page_reporting("/sys") ? -1 : 1;
-        if (m->huge_pays < 0)
-            dsp_info("this VM reports free pages to its host (virtio free page reporting): the "
-                     "first touch of a huge page faults in the host, so large blocks use small "
-                     "pages (DSP_HUGEPAGES=always forces huge ones)");
-    }
-    if (m->huge_pays < 0) return -1;
     return len >= DSP_HUGE_PAGE;
 }
 

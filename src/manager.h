@@ -52,10 +52,6 @@ struct dsp_manager {
     size_t budget, cap, pool_max, arena_size;
     size_t auto_cap; /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     int huge_mode, prefault_threads;
-    /* With DSP_HUGEPAGES=auto, whether huge pages pay on this machine: 0 not
-     * asked yet, 1 they do, -1 they do not (manager.c, page_kind, at the
-     * first block of 64 MiB). Under mu. */
-    int huge_pays;
     int chunks;     /* small blocks may be cut from chunks: mlock is not limited */
     int as_limited; /* RLIMIT_AS was finite at the first reservation: grow in pieces */
     /* The program's mlockall(MCL_FUTURE) is in force: every PROT_NONE mapping

@@ -14,6 +14,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -41,7 +43,67 @@ static int populate(char *base, size_t len) {
     return 0;
 }
 
+/* Huge pages pay only where the free memory they are made of is at hand
+ * (issue 29; docs/design.md, "Huge pages only where they pay"). On a VM whose
+ * balloon reports free pages to the host, the first touch of a reported free
+ * 2 MiB page faults in the host: 2-5 ms of CPU time per huge page here,
+ * against about 0.6 ms for 2 MiB of small pages and 0.05-0.15 ms for a huge
+ * page the guest freed lately. So a block under DSP_HUGEPAGES=auto is
+ * populated in WATCH_CHUNK pieces, each timed in the thread's CPU time (the
+ * host's fault stalls the vCPU inside the system call and counts there, where
+ * another process's turn on the CPU does not): a piece slower than small
+ * pages would be (HUGE_SLOW_NS per 2 MiB, a little under the small pages'
+ * 0.6 ms, five times the warm huge page's worst) turns the block to small
+ * pages for what is left. Each thread thus pays at most one slow piece per
+ * block, and a block of warm memory keeps huge pages' speed. A turned block
+ * does not turn back, though warm and cold stretches of free memory
+ * interleave: each turn would be one more map. The piece is one
+ * huge page: a slow one costs 2-5 ms, and the timing (two clock reads a
+ * piece) 1-2% of populating warm huge pages (48.2 against 49 ms a GiB). */
+#define WATCH_CHUNK  (2 * DSP_MiB)
+#define HUGE_SLOW_NS 500000u
+
+/* The block being populated, shared by its threads. */
+struct fill {
+    char *base;
+    size_t len;
+    int watch;           /* huge pages asked under auto: time them */
+    _Atomic int claimed; /* a thread found them slow and turns the block */
+    _Atomic int small;   /* turned: faults from here on get small pages */
+};
+
+/* The whole block at once, whichever thread found it slow: MADV_NOHUGEPAGE on
+ * a part only would split the block's mapping, one more map a thread
+ * (tests/unit/test_hugepages.c counts them). The huge pages already in place
+ * stay; the faults after it get small ones. */
+static void turn_small(struct fill *f) {
+    if (atomic_exchange(&f->claimed, 1)) return; /* another thread does it */
+    advise(f->base, f->len, MADV_NOHUGEPAGE);
+    atomic_store_explicit(&f->small, 1, memory_order_release);
+    char a[32];
+    dsp_once(DSP_LOG_INFO,
+             "huge pages populate slower than small pages here (a VM whose host takes free "
+             "memory back?): each new block turns to small pages at its first slow huge page "
+             "(here one of %s; DSP_HUGEPAGES=always keeps huge ones)",
+             dsp_fmt_bytes(a, sizeof a, f->len));
+}
+
+static int populate_part(struct fill *f, char *base, size_t len) {
+    size_t off = 0;
+    while (f->watch && off < len && !atomic_load_explicit(&f->small, memory_order_acquire)) {
+        size_t n = len - off < WATCH_CHUNK ? len - off : WATCH_CHUNK;
+        uint64_t t = dsp_sys_thread_ns();
+        int rc = populate(base + off, n);
+        if (rc) return rc;
+        off += n;
+        uint64_t spent = dsp_sys_thread_ns() - t;
+        if (off < len && spent * DSP_HUGE_PAGE > (uint64_t)HUGE_SLOW_NS * n) turn_small(f);
+    }
+    return off < len ? populate(base + off, len - off) : 0;
+}
+
 struct slice {
+    struct fill *fill;
     char *base;
     size_t len;
     int rc;
@@ -51,19 +113,22 @@ struct slice {
 
 static void *slice_main(void *arg) {
     struct slice *s = arg;
-    s->rc = populate(s->base, s->len);
+    s->rc = populate_part(s->fill, s->base, s->len);
     return NULL;
 }
 
-int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus) {
+static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) {
+    char *base = f->base;
+    size_t len = f->len;
     if (threads < 1) threads = 1;
-    if (threads == 1 || len < 2 * PREFAULT_SLICE) return populate(base, len);
+    if (threads == 1 || len < 2 * PREFAULT_SLICE) return populate_part(f, base, len);
     struct slice sl[64];
     if (threads > 64) threads = 64;
     size_t chunk = dsp_align_up(len / (size_t)threads, DSP_HUGE_PAGE);
     int n = 0;
     for (size_t off = 0; off < len && n < threads; off += chunk, n++) {
-        sl[n].base = (char *)base + off;
+        sl[n].fill = f;
+        sl[n].base = base + off;
         sl[n].len = len - off < chunk ? len - off : chunk;
         sl[n].rc = 0;
         sl[n].started = 0;
@@ -91,6 +156,13 @@ int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus) {
             slice_main(&sl[i]); /* no thread to be had: do it here */
         if (sl[i].rc) rc = sl[i].rc;
     }
+    return rc;
+}
+
+int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus, int *huge) {
+    struct fill f = {.base = base, .len = len, .watch = huge && *huge};
+    int rc = prefault_threads(&f, threads, cpus);
+    if (huge && atomic_load(&f.small)) *huge = 0;
     return rc;
 }
 
@@ -230,8 +302,10 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
             return stuck ? DSP_PIN_STUCK(err) : -err;
         }
     }
+    /* Under auto the huge pages are timed as they come (populate_part). */
+    int watch = huge && m->huge_mode == DSP_HUGEPAGES_AUTO;
     int rc = dsp_prefault(base, s->len, auto_threads(m, s->len),
-                          bound >= 0 ? dsp_numa_cpus(bound) : NULL);
+                          bound >= 0 ? dsp_numa_cpus(bound) : NULL, watch ? &huge : NULL);
     if (rc) {
         dsp_once(DSP_LOG_WARN,
                  "cannot populate %s (%s): not enough free memory; the caller falls back",

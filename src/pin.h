@@ -17,7 +17,9 @@ struct dsp_span;
  * and locked, so the caller keeps the span counted and never reuses it.
  * With lock_optional a refused mlock is no error: DSP_PIN_LOCKED is clear.
  * pages: 1 ask for transparent huge pages, -1 forbid them (MADV_NOHUGEPAGE),
- * 0 neither (manager.c, page_kind). node: the NUMA node to bind it to
+ * 0 neither (manager.c, page_kind); under DSP_HUGEPAGES=auto huge pages that
+ * populate slower than small ones are given up for the rest of the block
+ * (DSP_PIN_HUGE clear). node: the NUMA node to bind it to
  * before it is populated (numa.h), -1 none; then DSP_PIN_NODE(rc) says the
  * node its pages landed on (-1 unknown). */
 #define DSP_PIN_LOCKED       1
@@ -39,8 +41,11 @@ int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s);
  * that relocked ranges keep merging with their neighbours): 0 or -errno. */
 int dsp_pin_lock_range(void *base, size_t len);
 /* Populates [base, base+len) with up to threads threads, the helpers on
- * cpus when given (the CPUs of the node the range is bound to). */
-int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus);
+ * cpus when given (the CPUs of the node the range is bound to). huge, when
+ * given and 1: the range has MADV_HUGEPAGE that timing may take back (pin.c,
+ * populate_part); set to 0 when its huge pages proved slow and the rest got
+ * small ones. */
+int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus, int *huge);
 /* Under mu: a span whose mapping the program changed (memcalls.c), put back
  * as the manager made it. */
 void dsp_mem_restore(struct dsp_span *s);

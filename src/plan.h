@@ -43,7 +43,8 @@ static inline size_t dsp_budget_auto(size_t memory) {
 /* 1 when a virtio balloon under sysfs (/sys) reports free pages to the host
  * (VIRTIO_BALLOON_F_REPORTING), else 0: there the first touch of a free huge
  * page faults in the host (docs/design.md, "Huge pages only where they
- * pay"). Asked by the manager at its first large block, and by doctor. */
+ * pay"). Asked by doctor, to explain why large blocks turn to small pages
+ * there (pin.c times the huge pages themselves). */
 int dsp_page_reporting(const char *sysfs);
 
 #endif

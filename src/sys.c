@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 pid_t dsp_loaded_pid;
@@ -107,6 +108,12 @@ int dsp_sys_bind_node(void *base, size_t len, int node) {
     unsigned long mask = 1UL << node;
     return syscall(SYS_mbind, base, len, MPOL_PREFERRED_, &mask, sizeof mask * 8, 0) == 0 ? 0
                                                                                           : -errno;
+}
+
+uint64_t dsp_sys_thread_ns(void) {
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 int dsp_sys_page_node(const void *p) {

@@ -4,6 +4,7 @@
 #define DSP_SYS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sys/types.h>
 
@@ -49,5 +50,11 @@ int dsp_sys_read_size(const char *path, size_t *v);
 int dsp_sys_cpu(void);
 int dsp_sys_bind_node(void *base, size_t len, int node);
 int dsp_sys_page_node(const void *p);
+
+/* CPU time of the calling thread in nanoseconds (CLOCK_THREAD_CPUTIME_ID):
+ * what populating a huge page costs, without the time another process had
+ * the CPU (pin.c). A function of its own so that the unit tests can replace
+ * the clock (--wrap) and force a huge page slow. */
+uint64_t dsp_sys_thread_ns(void);
 
 #endif

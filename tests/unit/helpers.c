@@ -140,6 +140,18 @@ int smaps_vmflags(const void *addr, char *out, size_t cap) {
     return rc;
 }
 
+size_t maps_over(uintptr_t lo, uintptr_t hi) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    char line[512];
+    size_t n = 0;
+    unsigned long a, b;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo) n++;
+    fclose(f);
+    return n;
+}
+
 long status_kb(const char *field) {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f) return -1;

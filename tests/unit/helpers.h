@@ -18,6 +18,9 @@ const char *log_capture_collect(void);
 /* The VmFlags line of the mapping that holds addr, from /proc/self/smaps. */
 int smaps_vmflags(const void *addr, char *out, size_t cap);
 
+/* How many maps of /proc/self/maps overlap [lo, hi). */
+size_t maps_over(uintptr_t lo, uintptr_t hi);
+
 /* A field of /proc/self/status, in kB ("VmLck"), or -1. */
 long status_kb(const char *field);
 

@@ -43,15 +43,7 @@ static void process_still_works(void) {
  * holds the sanitizers' shadow maps, which ThreadSanitizer adds as memory is
  * touched. */
 static size_t arena_maps(void) {
-    uintptr_t lo = atomic_load(&dsp_mgr.lo), hi = atomic_load(&dsp_mgr.hi);
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    size_t n = 0;
-    unsigned long a, b;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo) n++;
-    fclose(f);
-    return n;
+    return maps_over(atomic_load(&dsp_mgr.lo), atomic_load(&dsp_mgr.hi));
 }
 
 #define N 100000
