@@ -44,14 +44,14 @@ extern char *program_invocation_name;
 /* Sizes at or over gate take the slow path: 0 until the rules are known (so
  * the first calls initialise), SIZE_MAX while hints are off, else
  * DSP_MALLOC_MIN. */
-static _Atomic size_t gate;
-static _Atomic pid_t config_owner; /* the process whose thread decides */
-static size_t hint_max;            /* DSP_MALLOC_MAX, SIZE_MAX for auto */
-static int nfrom;                  /* DSP_MALLOC_FROM names; 0: any caller */
+static DSP_STARTUP_DATA _Atomic size_t gate;
+static DSP_STARTUP_DATA _Atomic pid_t config_owner; /* the process whose thread decides */
+static size_t hint_max;                             /* DSP_MALLOC_MAX, SIZE_MAX for auto */
+static int nfrom;                                   /* DSP_MALLOC_FROM names; 0: any caller */
 static char from[DSP_MRULE_NAMES][DSP_MRULE_NAME_LEN];
-static struct dsp_sites sites;      /* call sites already resolved */
-static _Atomic uint64_t sites_seen; /* the loader's adds + subs when they were */
-static DSP_TLS int busy;            /* this thread is inside the slow path */
+static DSP_LARGE_BSS struct dsp_sites sites; /* call sites already resolved */
+static _Atomic uint64_t sites_seen;          /* the loader's adds + subs when they were */
+static DSP_TLS int busy;                     /* this thread is inside the slow path */
 
 /* glibc's own functions that have no __libc_* entry point, found in libc
  * itself (not RTLD_NEXT: another allocator may sit there) on first use. */

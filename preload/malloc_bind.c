@@ -30,6 +30,7 @@
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -176,14 +177,16 @@ static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     collect(w, &o, rs.jmprel, rs.njmp);
     collect(w, &o, rs.rela, rs.nrela);
     if (!o.nslots) return 0;
+    /* The system call itself: the shim's mprotect hook would read the arena's
+     * bounds, a page fault at start-up (issue 29), for pages never the arena's. */
     if (o.protect &&
-        mprotect((void *)o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ | PROT_WRITE)) {
+        syscall(SYS_mprotect, o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ | PROT_WRITE)) {
         w->refused++; /* the hooks stay: right, one jump slower */
         return 0;
     }
     for (int i = 0; i < o.nslots; i++) __atomic_store_n(o.slot[i], o.value[i], __ATOMIC_RELAXED);
     w->rewritten += o.nslots;
-    if (o.protect) mprotect((void *)o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ);
+    if (o.protect) syscall(SYS_mprotect, o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ);
     return 0;
 }
 

@@ -13,7 +13,7 @@
 DSP_TLS int dsp_in_manager;
 _Atomic int dsp_deferred_pending;
 
-static _Atomic uintptr_t slot[SLOTS];
+static DSP_LARGE_BSS _Atomic uintptr_t slot[SLOTS];
 static _Atomic int draining;
 static void (*_Atomic handler[2])(void *); /* by kind */
 

@@ -554,10 +554,10 @@ extern char **environ;
 /* Zero-initialised, so in .bss: with its pools partitioned by NUMA node it is
  * over 100 KiB, which an initialiser would put in the library's file and
  * .data (the span slab's object size is set in init_once). */
-struct dsp_manager dsp_mgr;
+DSP_LARGE_BSS struct dsp_manager dsp_mgr;
 
-_Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
-static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
+DSP_STARTUP_DATA _Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
+static DSP_STARTUP_DATA _Atomic pid_t init_owner; /* the process whose thread runs init_once */
 static DSP_TLS int initialising;
 
 /* The child inherits the blocks but not their locks (mlock is not inherited):

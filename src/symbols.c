@@ -25,7 +25,7 @@
  * objects is read from _r_debug, not with dl_iterate_phdr, which TSan
  * intercepts; strings are compared by hand, since the sanitizers intercept
  * strcmp) and is not instrumented. */
-__attribute__((used)) void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
+__attribute__((used)) DSP_STARTUP_DATA void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
 
 #define NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
 

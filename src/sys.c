@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-pid_t dsp_loaded_pid;
+DSP_STARTUP_DATA pid_t dsp_loaded_pid;
 static DSP_TLS int in_constructor;
 
 /* Before the library's other constructors (priority), so that they can use it. */

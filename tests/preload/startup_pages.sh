@@ -1,0 +1,33 @@
+#!/bin/sh
+# The constructor's page faults (issue 29): every page of .bss it touches
+# first costs a fault, as much as the rest of its work. So the variables it
+# always writes lie in .data, on the page the loader has written already, and
+# the large zeroed arrays lie in .lbss, past the small variables of .bss
+# (src/internal.h: DSP_STARTUP_DATA, DSP_LARGE_BSS). Read from the library's
+# own section and symbol tables; $1 is the library.
+lib=$1
+sections=$(readelf -SW "$lib" | sed 's/^ *\[ *[0-9]*\] *//')
+field() { echo "$sections" | awk -v s="$1" -v f="$2" '$1 == s { print $f }'; }
+data_lo=$((0x$(field .data 3)))
+data_hi=$((data_lo + 0x$(field .data 5)))
+fail=0
+for v in dsp_init_state init_owner dsp_loaded_pid gate config_owner dsp_glibc_dlsym_ptr \
+    dsp_glibc_dlvsym_ptr; do
+  a=$(nm "$lib" | awk -v v="$v" '$3 == v { print $1; exit }')
+  if [ -z "$a" ]; then echo "$v: not in the symbol table"; fail=1; continue; fi
+  a=$((0x$a))
+  if [ "$a" -lt "$data_lo" ] || [ "$a" -ge "$data_hi" ]; then
+    echo "$v at $a: outside .data [$data_lo, $data_hi)"
+    fail=1
+  fi
+done
+# Only x86-64 compilers put .lbss apart; elsewhere .bss holds everything.
+if [ "$(uname -m)" = x86_64 ]; then
+  bss=$((0x$(field .bss 5)))
+  if [ "$bss" -gt 32768 ]; then
+    echo ".bss is $bss bytes (over 32 KiB): a large array without DSP_LARGE_BSS?"
+    nm -S --size-sort "$lib" | awk '$3 ~ /^[bB]$/' | tail -5
+    fail=1
+  fi
+fi
+exit $fail
