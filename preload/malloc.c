@@ -94,7 +94,7 @@ static size_t usable_foreign(void *p) {
 
 /* --- the rules ----------------------------------------------------------- */
 
-static void configure(void) {
+DSP_STARTUP_TEXT static void configure(void) {
     /* One thread decides: the claim is the deciding process's pid, so that a
      * child forked while a thread of its parent was deciding (that thread is
      * not in the child) takes the work over, exactly one of its threads;
@@ -132,7 +132,7 @@ static void configure(void) {
  * every allocation comes here, so initialisation may run inside the first one
  * (a library constructor's, before ours); before libc itself is initialised
  * (no environment yet) a later call decides. */
-static int hints_ready(void) {
+DSP_STARTUP_TEXT static int hints_ready(void) {
     if (DSP_LIKELY(atomic_load_explicit(&gate, memory_order_acquire) != 0)) return 1;
     if (!environ || !dsp_ensure_init()) return 0;
     configure();
@@ -143,7 +143,7 @@ static void bind_direct(void);
 
 /* Library constructor: decides the rules before main; with hints off, binds
  * the program straight to glibc's allocator (bind_direct). */
-void dsp_malloc_init(void) {
+DSP_STARTUP_TEXT void dsp_malloc_init(void) {
     if (busy) return;
     busy = 1;
     if (hints_ready() && atomic_load_explicit(&gate, memory_order_acquire) == SIZE_MAX)
@@ -501,7 +501,7 @@ HOOK(malloc_usable_size);
  * through the hooks. Which block came from which path does not matter: with
  * hints off every block is glibc's. A name is bound only where the hook is
  * what the loader binds it to (no allocator preloaded before us defines it). */
-static void bind_direct(void) {
+DSP_STARTUP_TEXT static void bind_direct(void) {
     /* glibc's functions without an __libc_* name, from libc's own symbol
      * table: a dlopen of libc would allocate, and set up glibc's heap in a
      * process that never allocates. */

@@ -23,6 +23,7 @@
  * hints are off: a thread calling meanwhile reaches glibc either way. */
 #include "malloc_bind.h"
 
+#include "internal.h"
 #include "log.h"
 #include "symbols.h"
 
@@ -70,7 +71,8 @@ struct object {
 };
 
 /* The glibc function for the slot of relocation r, or 0 to leave it. */
-static uintptr_t target(const struct walk *w, struct object *o, const ElfW(Rela) * r) {
+DSP_STARTUP_TEXT static uintptr_t target(const struct walk *w, struct object *o,
+                                         const ElfW(Rela) * r) {
     unsigned long type = ELF64_R_TYPE(r->r_info);
     if (type != R_JUMP_SLOT && type != R_GLOB_DAT) return 0;
     uintptr_t v = *(uintptr_t *)(o->info->dlpi_addr + r->r_offset);
@@ -85,7 +87,8 @@ static uintptr_t target(const struct walk *w, struct object *o, const ElfW(Rela)
     return 0;
 }
 
-static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r, size_t n) {
+DSP_STARTUP_TEXT static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r,
+                                     size_t n) {
     for (size_t k = 0; k < n; k++) {
         uintptr_t real = target(w, o, &r[k]);
         if (!real || o->nslots == MAX_SLOTS) continue;
@@ -103,7 +106,8 @@ struct relocs {
 
 /* The object's PLT and other relocations, its symbols and its RELRO pages:
  * 0, or -1 when it has nothing to read. */
-static int parse(const struct dl_phdr_info *info, struct object *o, struct relocs *rs) {
+DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object *o,
+                                  struct relocs *rs) {
     const ElfW(Dyn) *dyn = NULL;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -140,7 +144,7 @@ static int parse(const struct dl_phdr_info *info, struct object *o, struct reloc
 
 /* The first pass: where this library stands, what the program and the
  * objects before this library define. */
-static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
+DSP_STARTUP_TEXT static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     unsigned bits = 0;
     struct dsp_elf_tables t;
     for (int i = 0; i < info->dlpi_phnum; i++)
@@ -152,7 +156,7 @@ static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     return bits;
 }
 
-static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
+DSP_STARTUP_TEXT static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     int at = w->index++;
@@ -167,7 +171,7 @@ static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
+DSP_STARTUP_TEXT static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     if (dsp_phdr_holds(info, w->self)) return 0;
@@ -190,7 +194,7 @@ static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
+DSP_STARTUP_TEXT int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
     struct walk w = {.t = all, .n = nall, .self = self, .self_index = -1};
     dl_iterate_phdr(survey, &w);
     /* The names the loader binds to our hooks: where the lookup in the global

@@ -202,7 +202,7 @@ DSP_API int __xpg_sigpause(int sig) {
 
 /* Every real function found now, from the constructor: a program's signal
  * handler must not be the first to call one (dlsym is not async-signal-safe). */
-void dsp_sigcalls_init(void) {
+DSP_STARTUP_TEXT void dsp_sigcalls_init(void) {
     DSP_REAL_FIND_ALL(SIG_HOOKS);
 }
 

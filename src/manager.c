@@ -650,7 +650,7 @@ static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable}
  * pin (plan): most processes of a job never pin, and reading them made the
  * constructor a visible cost of /bin/true (issue 29; docs/design.md,
  * "Initialisation"). */
-static void init_once(void) {
+DSP_STARTUP_TEXT static void init_once(void) {
     dsp_config_load(environ, 0); /* shares (50%) are taken at the first pin */
     __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);
     struct dsp_manager *m = &dsp_mgr;
@@ -721,7 +721,7 @@ void dsp_plan(void) {
  * thread to finish it (the fork handlers are not registered yet), so a child
  * that finds the claim held by another process takes it over. Regression:
  * fork.no_deadlock_when_forking_under_load hung on its first fork. */
-int dsp_init_slow(void) {
+DSP_STARTUP_TEXT int dsp_init_slow(void) {
     if (initialising) return 0; /* re-entered from inside init_once */
     pid_t me = dsp_sys_pid();
     for (;;) {

@@ -46,7 +46,7 @@ NO_SANITIZE static uint32_t gnu_hash(const char *s) {
     return h;
 }
 
-NO_SANITIZE static const ElfW(Sym) *
+DSP_STARTUP_TEXT NO_SANITIZE static const ElfW(Sym) *
     defined(const struct dsp_elf_tables *t, uint32_t i, const char *name) {
     const ElfW(Sym) *s = &t->symtab[i];
     unsigned type = ELF64_ST_TYPE(s->st_info);
@@ -56,7 +56,8 @@ NO_SANITIZE static const ElfW(Sym) *
 
 /* The definition of name in one object's tables (any version: glibc's
  * versions of dlsym are one function), or NULL. */
-NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct dsp_elf_tables *t, const char *name) {
+DSP_STARTUP_TEXT NO_SANITIZE static const ElfW(Sym) *
+    elf_lookup(const struct dsp_elf_tables *t, const char *name) {
     if (t->gnu_hash) {
         const uint32_t *ht = t->gnu_hash;
         uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
@@ -84,7 +85,8 @@ NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct dsp_elf_tables *t, 
 
 /* The symbol tables of the object at base with dynamic section dyn: 1 and
  * *t, or 0. */
-NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct dsp_elf_tables *t) {
+DSP_STARTUP_TEXT NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base,
+                                               struct dsp_elf_tables *t) {
     *t = (struct dsp_elf_tables){0};
     for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
         /* The loader relocates these in place where the dynamic section is
@@ -101,7 +103,8 @@ NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct dsp_
 
 /* The symbol tables of l when it is the C library (or, with libdl, libdl):
  * 1 and *t, else 0. */
-NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct dsp_elf_tables *t) {
+DSP_STARTUP_TEXT NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl,
+                                                    struct dsp_elf_tables *t) {
     const char *base = l->l_name;
     for (const char *p = l->l_name; p && *p; p++)
         if (*p == '/') base = p + 1;
@@ -110,7 +113,7 @@ NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct d
     return tables(l->l_ld, l->l_addr, t);
 }
 
-NO_SANITIZE static int find_in(const struct link_map *l) {
+DSP_STARTUP_TEXT NO_SANITIZE static int find_in(const struct link_map *l) {
     struct dsp_elf_tables t;
     if (!libc_tables(l, 1, &t)) return 0;
     const ElfW(Sym) *s = elf_lookup(&t, "dlsym"), *v = elf_lookup(&t, "dlvsym");
@@ -123,7 +126,7 @@ NO_SANITIZE static int find_in(const struct link_map *l) {
 /* The C library is loaded before the program runs and never unloaded: the
  * list is walked from its head, where the loader put it, and the walk stops
  * there (objects dlopen'ed later come after it). */
-NO_SANITIZE void dsp_glibc_resolve(void) {
+DSP_STARTUP_TEXT NO_SANITIZE void dsp_glibc_resolve(void) {
     if (__atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE)) return;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
         if (find_in(l)) return;
@@ -133,7 +136,7 @@ NO_SANITIZE void dsp_glibc_resolve(void) {
     (void)w;
 }
 
-void *dsp_libc_sym(const char *name) {
+DSP_STARTUP_TEXT void *dsp_libc_sym(const char *name) {
     struct dsp_elf_tables t;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
         if (libc_tables(l, 0, &t)) {
@@ -144,11 +147,11 @@ void *dsp_libc_sym(const char *name) {
     return NULL;
 }
 
-int dsp_elf_tables(const void *dynamic, uintptr_t base, struct dsp_elf_tables *t) {
+DSP_STARTUP_TEXT int dsp_elf_tables(const void *dynamic, uintptr_t base, struct dsp_elf_tables *t) {
     return tables(dynamic, base, t);
 }
 
-int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name) {
+DSP_STARTUP_TEXT int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name) {
     return elf_lookup(t, name) != NULL;
 }
 
@@ -163,8 +166,8 @@ enum { NEXT_NONE, NEXT_FOUND, NEXT_ASK };
  * 1) is taken at once; else the one default version (index 2 or more, not
  * hidden) if there is exactly one. NEXT_FOUND with *s a function, NEXT_ASK
  * when the answer is something else (dlsym will say), NEXT_NONE. */
-static int next_in(const struct dsp_elf_tables *t, const char *name, uint32_t h,
-                   const ElfW(Sym) * *found) {
+DSP_STARTUP_TEXT static int next_in(const struct dsp_elf_tables *t, const char *name, uint32_t h,
+                                    const ElfW(Sym) * *found) {
     const uint32_t *ht = t->gnu_hash;
     uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2], shift = ht[3];
     const ElfW(Addr) *bloom = (const ElfW(Addr) *)&ht[4];
@@ -214,13 +217,13 @@ struct next_walk {
 };
 
 /* 1 for the C library (by file name). */
-static int is_libc(const struct dl_phdr_info *info) {
+DSP_STARTUP_TEXT static int is_libc(const struct dl_phdr_info *info) {
     const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
     base = base ? base + 1 : info->dlpi_name;
     return base && has_prefix(base, "libc.so.");
 }
 
-static int next_object(struct dl_phdr_info *info, size_t size, void *arg) {
+DSP_STARTUP_TEXT static int next_object(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct next_walk *w = arg;
     int libc = is_libc(info);
@@ -251,7 +254,7 @@ static int next_object(struct dl_phdr_info *info, size_t size, void *arg) {
     return libc || w->settled == (w->n == 64 ? UINT64_MAX : ((uint64_t)1 << w->n) - 1);
 }
 
-size_t dsp_sym_next_all(const char *const *names, void **out, size_t n) {
+DSP_STARTUP_TEXT size_t dsp_sym_next_all(const char *const *names, void **out, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = NULL;
     if (n > 64) return 0;
     struct next_walk w = {names,
@@ -268,7 +271,7 @@ size_t dsp_sym_next_all(const char *const *names, void **out, size_t n) {
     return w.found;
 }
 
-static void *glibc_dlsym(void *h, const char *name) {
+DSP_STARTUP_TEXT static void *glibc_dlsym(void *h, const char *name) {
     void *fn = __atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE);
     if (!fn) dsp_glibc_resolve(), fn = __atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE);
     return fn ? ((void *(*)(void *, const char *))fn)(h, name) : NULL;
@@ -280,7 +283,7 @@ static void *glibc_dlvsym(void *h, const char *name, const char *version) {
     return fn ? ((void *(*)(void *, const char *, const char *))fn)(h, name, version) : NULL;
 }
 
-void *dsp_real_dlsym(void *handle, const char *name) {
+DSP_STARTUP_TEXT void *dsp_real_dlsym(void *handle, const char *name) {
     return glibc_dlsym(handle, name);
 }
 

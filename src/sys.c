@@ -20,11 +20,11 @@ __attribute__((constructor(101))) static void loaded(void) {
     dsp_loaded_pid = getpid();
 }
 
-void dsp_sys_in_constructor(int on) {
+DSP_STARTUP_TEXT void dsp_sys_in_constructor(int on) {
     in_constructor = on;
 }
 
-pid_t dsp_sys_pid(void) {
+DSP_STARTUP_TEXT pid_t dsp_sys_pid(void) {
     return in_constructor ? dsp_loaded_pid : getpid();
 }
 
