@@ -30,6 +30,7 @@
 #include <elf.h>
 #include <link.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -109,7 +110,7 @@ struct relocs {
 DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object *o,
                                   struct relocs *rs) {
     const ElfW(Dyn) *dyn = NULL;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t page = (uintptr_t)getauxval(AT_PAGESZ); /* sysconf's page of libc: a fault */
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);

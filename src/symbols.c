@@ -213,13 +213,14 @@ struct next_walk {
     uint32_t hash[64];
     uint64_t settled;     /* bit i: names[i] answered (found, or left to dlsym) */
     uintptr_t self, vdso; /* an address in this library; the vDSO's image */
-    int past_self;
+    int past_self;        /* 1 from the start for dsp_sym_first_all */
 };
 
 /* 1 for the C library (by file name). */
 DSP_STARTUP_TEXT static int is_libc(const struct dl_phdr_info *info) {
-    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-    base = base ? base + 1 : info->dlpi_name;
+    const char *base = info->dlpi_name; /* by hand: no lazy binding of strrchr at start-up */
+    for (const char *p = base; p && *p; p++)
+        if (*p == '/') base = p + 1;
     return base && has_prefix(base, "libc.so.");
 }
 
@@ -254,7 +255,8 @@ DSP_STARTUP_TEXT static int next_object(struct dl_phdr_info *info, size_t size, 
     return libc || w->settled == (w->n == 64 ? UINT64_MAX : ((uint64_t)1 << w->n) - 1);
 }
 
-DSP_STARTUP_TEXT size_t dsp_sym_next_all(const char *const *names, void **out, size_t n) {
+DSP_STARTUP_TEXT static size_t walk_all(const char *const *names, void **out, size_t n,
+                                        int from_head) {
     for (size_t i = 0; i < n; i++) out[i] = NULL;
     if (n > 64) return 0;
     struct next_walk w = {names,
@@ -265,10 +267,18 @@ DSP_STARTUP_TEXT size_t dsp_sym_next_all(const char *const *names, void **out, s
                           0,
                           (uintptr_t)dsp_sym_next_all,
                           (uintptr_t)getauxval(AT_SYSINFO_EHDR),
-                          0};
+                          from_head};
     for (size_t i = 0; i < n; i++) w.hash[i] = gnu_hash(names[i]);
     dl_iterate_phdr(next_object, &w);
     return w.found;
+}
+
+DSP_STARTUP_TEXT size_t dsp_sym_next_all(const char *const *names, void **out, size_t n) {
+    return walk_all(names, out, n, 0);
+}
+
+DSP_STARTUP_TEXT size_t dsp_sym_first_all(const char *const *names, void **out, size_t n) {
+    return walk_all(names, out, n, 1);
 }
 
 DSP_STARTUP_TEXT static void *glibc_dlsym(void *h, const char *name) {

@@ -67,6 +67,9 @@ static inline uintptr_t dsp_dyn_ptr(uintptr_t p, uintptr_t base) {
  * runs; data; several default versions), or behind an object without a GNU
  * hash table. Returns how many were found. */
 size_t dsp_sym_next_all(const char *const *names, void **out, size_t n);
+/* The same for what dlsym(RTLD_DEFAULT, names[i]) answers: the walk starts
+ * at the program, this library included. */
+size_t dsp_sym_first_all(const char *const *names, void **out, size_t n);
 
 /* The next definition of `name` after this library: dlsym(RTLD_NEXT), else in
  * a loaded object whose file name starts with `lib_prefix` (such as

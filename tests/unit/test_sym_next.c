@@ -13,6 +13,13 @@
 int dsp_symtest_a_present(void);
 int dsp_symtest_b_present(void);
 
+/* The program's own definition (exported: the program links with
+ * --export-dynamic): RTLD_DEFAULT finds it first, RTLD_NEXT never. */
+__attribute__((visibility("default"))) int dsp_symtest_twice(void);
+__attribute__((visibility("default"))) int dsp_symtest_twice(void) {
+    return 'm';
+}
+
 static void *next1(const char *name) {
     const char *names[] = {name};
     void *out[1];
@@ -120,4 +127,28 @@ Test(sym_next, more_than_64_names_are_left_to_dlsym) {
     for (int i = 0; i < 65; i++) names[i] = "close";
     cr_assert_eq(dsp_sym_next_all(names, out, 65), 0);
     for (int i = 0; i < 65; i++) cr_assert_null(out[i]);
+}
+
+/* dsp_sym_first_all: what dlsym(RTLD_DEFAULT) answers, from the program on
+ * (the malloc binding's question, preload/malloc.c). */
+Test(sym_next, first_all_answers_as_rtld_default) {
+    const char *names[] = {"malloc",
+                           "free",
+                           "calloc",
+                           "realloc",
+                           "posix_memalign",
+                           "malloc_usable_size",
+                           "dsp_symtest_twice",
+                           "dsp_symtest_versioned",
+                           "dsp_symtest_ifunc",
+                           "dsp_symtest_no_such_name"};
+    enum { N = sizeof names / sizeof *names };
+    void *out[N];
+    cr_assert_eq(dsp_sym_first_all(names, out, N), N - 2);
+    for (int i = 0; i < N - 2; i++)
+        cr_assert_eq(out[i], dlsym(RTLD_DEFAULT, names[i]), "%s", names[i]);
+    cr_assert_eq(((int (*)(void))out[6])(), 'm', "the program's own comes first");
+    cr_assert_eq(((int (*)(void))out[7])(), 2);
+    cr_assert_null(out[8], "an IFUNC: dlsym's");
+    cr_assert_null(out[9]);
 }
