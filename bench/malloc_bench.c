@@ -328,7 +328,8 @@ int main(int argc, char **argv) {
          "ms", "ratio >= 0.971", 0, 0},
         /* 15-20 ms a run with a spread of a millisecond or more: each round's
          * figure is the median of 100 alternating pairs (40 quick). */
-        {"startup_python_ms", "start-up of /usr/bin/python3 -c pass (wall, median of 100 pairs)",
+        {"startup_python_ms",
+         "start-up of /usr/bin/python3 -c pass (wall; a round: median of 100 pairs, 40 quick)",
          "ms", "delta <= 0.1", 0, 0},
     };
     enum { CHURN = 6, PYDICT = 7, PYDICT_MALLOC = 8, STARTUP_PY = 9 };
