@@ -59,11 +59,13 @@ struct walk {
     int have_main;
     unsigned main_defines;      /* bit i: the program defines t[i].name */
     uintptr_t hook_lo, hook_hi; /* the lowest and highest hook address */
+    uint64_t first[4];          /* bit c: a name of t starts with the byte c */
 };
 
 struct object {
     const struct dl_phdr_info *info;
     uintptr_t relro_lo, relro_hi; /* the pages the loader made read-only */
+    uintptr_t lo, hi;             /* its loaded segments' extent */
     const ElfW(Sym) * symtab;
     const char *strtab;
     uintptr_t *slot[MAX_SLOTS];
@@ -80,11 +82,16 @@ DSP_STARTUP_TEXT static uintptr_t target(const struct walk *w, struct object *o,
     if (v - w->hook_lo <= w->hook_hi - w->hook_lo) /* libc alone has 1,500 relocations */
         for (int i = 0; i < w->n; i++)
             if (v == w->t[i].hook) return w->t[i].real;
-    /* Not bound yet: a lazy PLT slot still points into its own object. */
-    if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || !dsp_phdr_holds(o->info, v)) return 0;
+    /* Not bound yet: a lazy PLT slot still points into its own object (the
+     * loader maps an object's extent whole, its holes inaccessible). A
+     * program has hundreds (Python 500): its extent and the names' first
+     * letters, each one test, come before the names themselves (issue 29). */
+    if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || v - o->lo >= o->hi - o->lo) return 0;
     const char *name = o->strtab + o->symtab[ELF64_R_SYM(r->r_info)].st_name;
-    for (int i = 0; i < w->n; i++) /* the first letter first: a program has hundreds */
-        if (name[0] == w->t[i].name[0] && !strcmp(name, w->t[i].name)) return w->t[i].real;
+    unsigned char c = (unsigned char)name[0];
+    if (!(w->first[c / 64] >> (c % 64) & 1)) return 0;
+    for (int i = 0; i < w->n; i++)
+        if (!strcmp(name, w->t[i].name)) return w->t[i].real;
     return 0;
 }
 
@@ -111,8 +118,14 @@ DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object
                                   struct relocs *rs) {
     const ElfW(Dyn) *dyn = NULL;
     uintptr_t page = (uintptr_t)getauxval(AT_PAGESZ); /* sysconf's page of libc: a fault */
+    o->lo = UINTPTR_MAX, o->hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+            if (a < o->lo) o->lo = a;
+            if (a + ph->p_memsz > o->hi) o->hi = a + ph->p_memsz;
+        }
         if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
         if (ph->p_type == PT_GNU_RELRO) { /* as the loader's _dl_protect_relro rounds */
             o->relro_lo = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
@@ -216,6 +229,8 @@ DSP_STARTUP_TEXT int dsp_bind_direct(const struct dsp_bind *all, int nall, uintp
     for (int i = 0; i < n; i++) {
         if (t[i].hook < w.hook_lo) w.hook_lo = t[i].hook;
         if (t[i].hook > w.hook_hi) w.hook_hi = t[i].hook;
+        unsigned char c = (unsigned char)t[i].name[0];
+        w.first[c / 64] |= (uint64_t)1 << (c % 64);
     }
     if (n) dl_iterate_phdr(rebind, &w);
     if (w.refused)
