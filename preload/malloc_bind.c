@@ -97,7 +97,19 @@ DSP_STARTUP_TEXT static uintptr_t target(const struct walk *w, struct object *o,
 
 DSP_STARTUP_TEXT static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r,
                                      size_t n) {
+    /* The names of a program's lazy slots are read one by one from its
+     * string table, each a cache miss (Python: 500, most of the binding's
+     * time, issue 29): their symbols are fetched ahead, 16 relocations on,
+     * and their names 8 on, so that the misses overlap. */
+    enum { SYM_AHEAD = 16, NAME_AHEAD = 8 };
     for (size_t k = 0; k < n; k++) {
+        if (o->symtab && o->strtab) {
+            if (k + SYM_AHEAD < n)
+                __builtin_prefetch(&o->symtab[ELF64_R_SYM(r[k + SYM_AHEAD].r_info)]);
+            if (k + NAME_AHEAD < n)
+                __builtin_prefetch(o->strtab +
+                                   o->symtab[ELF64_R_SYM(r[k + NAME_AHEAD].r_info)].st_name);
+        }
         uintptr_t real = target(w, o, &r[k]);
         if (!real || o->nslots == MAX_SLOTS) continue;
         uintptr_t a = o->info->dlpi_addr + r[k].r_offset;
