@@ -35,6 +35,12 @@ for f in dsp_sigcalls_init dsp_fdcalls_init dsp_sym_next_all dsp_init_slow dsp_c
     fail=1
   fi
 done
+# The loader's DT_FINI too (-Wl,-fini): crti.o's _fini sits on the last page.
+fini=$(readelf -d "$lib" | awk '$2 == "(FINI)" { print $3 }')
+if [ -z "$fini" ] || [ "$(window $((fini)))" != "$(window $((0x$ctor)))" ]; then
+  echo "DT_FINI ($fini) not in the constructor's 64 KiB window (0x$ctor)"
+  fail=1
+fi
 for v in handler children installed loaded_before; do
   a=$(nm "$lib" | awk -v v="$v" '$3 == v { print $1; exit }')
   [ -n "$a" ] && [ $((0x$a)) -ge "$data_lo" ] && [ $((0x$a)) -lt "$data_hi" ] ||
