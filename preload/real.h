@@ -42,7 +42,7 @@ static inline long dsp_real_missing(void) {
 }
 
 #define DSP_REAL_DECL(type, name)                                                                  \
-    static type real_##name##_ptr;                                                                 \
+    static DSP_STARTUP_DATA type real_##name##_ptr;                                                \
     static inline type real_##name(void) {                                                         \
         type f = __atomic_load_n(&real_##name##_ptr, __ATOMIC_RELAXED);                            \
         if (DSP_UNLIKELY(!f)) {                                                                    \

@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(512))) = {
+DSP_STARTUP_DATA struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(512))) = {
     .fork = PTHREAD_MUTEX_INITIALIZER,
     .slot = {[0 ... DSP_FORK_SLOTS - 1] = PTHREAD_MUTEX_INITIALIZER}};
 _Static_assert(sizeof(struct dsp_fork_locks) <= 512, "the fork locks fit their alignment");
