@@ -41,13 +41,12 @@ typedef void (*closefrom_fn)(int);
     X(__typeof__(&close), close)                                                                   \
     X(close_range_fn, close_range)                                                                 \
     X(closefrom_fn, closefrom)                                                                     \
-    X(__typeof__(&fclose), fclose)                                                                 \
-    X(__typeof__(&dup), dup)                                                                       \
-    X(__typeof__(&dup2), dup2) X(__typeof__(&dup3), dup3) X(fcntl_fn, fcntl) X(open_fn, open)      \
-        X(openat_fn, openat) X(open2_fn, __open_2) X(openat2_fn, __openat_2)                       \
-            X(__typeof__(&creat), creat) X(__typeof__(&socket), socket)                            \
-                X(__typeof__(&accept), accept) X(__typeof__(&accept4), accept4)                    \
-                    X(__typeof__(&pipe), pipe) X(__typeof__(&pipe2), pipe2)
+    X(__typeof__(&fclose), fclose) X(__typeof__(&dup), dup) X(__typeof__(&dup2), dup2)             \
+        X(__typeof__(&dup3), dup3) X(fcntl_fn, fcntl) X(open_fn, open) X(openat_fn, openat)        \
+            X(open2_fn, __open_2) X(openat2_fn, __openat_2) X(__typeof__(&creat), creat)           \
+                X(__typeof__(&socket), socket) X(__typeof__(&accept), accept)                      \
+                    X(__typeof__(&accept4), accept4) X(__typeof__(&pipe), pipe)                    \
+                        X(__typeof__(&pipe2), pipe2)
 FD_HOOKS(DSP_REAL_DECL)
 
 /* The real call, then the cache forgets (dsp_dio_forget leaves errno, the
