@@ -58,14 +58,15 @@ static void child(void) {
         if (children[i]) children[i]();
 }
 
-/* What pthread_atfork is (glibc's libc_nonshared.a, linked into the library
- * past all of its own code): called directly, the constructor's code stays in
- * one window of pages (DSP_STARTUP_TEXT, issue 29). */
+/* What pthread_atfork is (glibc's libc_nonshared.a, nptl/pthread_atfork.c,
+ * linked into the library past all of its own code), with the same object
+ * handle: called directly, the constructor's code stays in one window of
+ * pages (DSP_STARTUP_TEXT, issue 29). */
 extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
-extern void *__dso_handle;
+extern void *__dso_handle __attribute__((weak, visibility("hidden")));
 
 DSP_STARTUP_TEXT void dsp_fork_install(void) {
     if (installed) return; /* initialisation may run again in a child */
-    __register_atfork(prepare, parent, child, &__dso_handle);
+    __register_atfork(prepare, parent, child, &__dso_handle ? __dso_handle : NULL);
     installed = 1;
 }
