@@ -3,15 +3,16 @@
  * with it, alternating, and reports medians and ratios:
  *   1. a malloc(64) + free loop, hints off (the shim's cost on every program);
  *   2. a mixed-size allocation workload on two threads, hints off;
- *   3. start-up of a trivial program (/bin/true) with and without the shim;
+ *   3. start-up of a trivial program (/bin/true, and `/usr/bin/python3 -c
+ *      pass` where it exists) with and without the shim;
  *   4. with hints on: a large allocation served pinned (fresh, and from the
  *      pool) against glibc's malloc plus the first touch of the same memory;
  *   5. hints off: an allocation churn over 1M live slots of 8-1024 B, and a
  *      Python dict of 2M objects (Python's own allocator, and with
  *      PYTHONMALLOC=malloc every object from malloc), where /usr/bin/python3
  *      exists.
- * Goals: 1 and 2 at most 1.05x, 3 at most +0.5 ms (issue 5); 1, the churn and
- * the dict at most 1.03x (issue 29). Ratios are per round (each round runs
+ * Goals: 1 and 2 at most 1.05x (issue 5); 1, the churn and the dict at most
+ * 1.03x, 3 at most +0.1 ms (issue 29). Ratios are per round (each round runs
  * both sides; the churn and the dict each side twice, the faster run kept),
  * shown as min / median / max. */
 #include "schema.h"
@@ -239,14 +240,15 @@ static void best_of_abba(const char *what, int quick, const char *const *env_a,
     *b = b1 < 0 || b2 < 0 ? -1 : b1 < b2 ? b1 : b2;
 }
 
-/* One /bin/true spawned and reaped: wall ms, and the child's CPU ms in *cpu. */
-static double spawn_true(const char *preload, double *cpu) {
+/* One program (argv) spawned and reaped: wall ms, and the child's CPU ms in
+ * *cpu. */
+static double spawn_one(char *const *argv, const char *preload, double *cpu) {
     char pre[4200];
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", preload ? preload : "");
-    char *env[] = {pre, NULL}, *argv[] = {"/bin/true", NULL};
+    char *env[] = {pre, NULL};
     double t = now();
     pid_t pid;
-    if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, preload ? env : env + 1)) return -1;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, preload ? env : env + 1)) return -1;
     int status;
     struct rusage ru;
     wait4(pid, &status, 0, &ru);
@@ -258,12 +260,12 @@ static double spawn_true(const char *preload, double *cpu) {
 
 /* Start-up with and without the shim, spawned alternately so that both see
  * the same load: medians of wall and child CPU ms. */
-static int startup(const char *lib, int count, double *with, double *without, double *cpu_with,
-                   double *cpu_without) {
+static int startup(char *const *argv, const char *lib, int count, double *with, double *without,
+                   double *cpu_with, double *cpu_without) {
     double w[512], wo[512], cw[512], cwo[512];
     for (int i = 0; i < count; i++) {
-        w[i] = spawn_true(lib, &cw[i]);
-        wo[i] = spawn_true(NULL, &cwo[i]);
+        w[i] = spawn_one(argv, lib, &cw[i]);
+        wo[i] = spawn_one(argv, NULL, &cwo[i]);
         if (w[i] < 0 || wo[i] < 0) return -1;
     }
     *with = median(w, count), *without = median(wo, count);
@@ -308,11 +310,12 @@ int main(int argc, char **argv) {
     const char *glibc_fresh[] = {"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576", NULL};
 
     struct result res[] = {
-        /* Goals: at most 1.05x the time (ratio >= 1/1.05), at most +0.5 ms. */
+        /* Goals: at most 1.05x the time (ratio >= 1/1.05); start-up at most
+         * +0.1 ms (issue 29). */
         {"loop64_ns", "malloc(64)+free, hints off (CPU time)", "ns", "ratio >= 0.952", 0, 0},
         {"mixed_ns", "mixed sizes, 2 threads, hints off (CPU time)", "ns/op", "ratio >= 0.952", 0,
          0},
-        {"startup_ms", "start-up of /bin/true (wall)", "ms", "delta <= 0.5", 0, 0},
+        {"startup_ms", "start-up of /bin/true (wall)", "ms", "delta <= 0.1", 0, 0},
         {"large_fresh_ms", "256 MiB hinted, pinned anew vs malloc+first touch", "ms", NULL, 0, 0},
         {"large_pooled_ms", "256 MiB hinted, from the pool vs malloc+first touch", "ms", NULL, 0,
          0},
@@ -323,8 +326,13 @@ int main(int argc, char **argv) {
          0},
         {"pydict_malloc_ms", "Python dict of 2M objects, PYTHONMALLOC=malloc, hints off (CPU time)",
          "ms", "ratio >= 0.971", 0, 0},
+        /* 15-20 ms a run with a spread of a millisecond or more: each round's
+         * figure is the median of 100 alternating pairs (40 quick). */
+        {"startup_python_ms",
+         "start-up of /usr/bin/python3 -c pass (wall; a round: median of 100 pairs, 40 quick)",
+         "ms", "delta <= 0.1", 0, 0},
     };
-    enum { CHURN = 6, PYDICT = 7, PYDICT_MALLOC = 8 };
+    enum { CHURN = 6, PYDICT = 7, PYDICT_MALLOC = 8, STARTUP_PY = 9 };
     enum { N = sizeof res / sizeof *res };
     double a[N][16], b[N][16], ratio[N][16];
     for (int r = 0; r < reps; r++) { /* alternate sides within each round */
@@ -332,13 +340,20 @@ int main(int argc, char **argv) {
         b[0][r] = run_child("loop64", quick, none);
         b[1][r] = run_child("mixed", quick, none);
         a[1][r] = run_child("mixed", quick, off);
-        if (startup(lib, quick ? 40 : 100, &a[2][r], &b[2][r], &a[5][r], &b[5][r])) a[2][r] = -1;
+        char *true_argv[] = {"/bin/true", NULL}, *py_argv[] = {(char *)python, "-c", "pass", NULL};
+        double py_cpu[2];
+        if (startup(true_argv, lib, quick ? 40 : 100, &a[2][r], &b[2][r], &a[5][r], &b[5][r]))
+            a[2][r] = -1;
         b[3][r] = b[4][r] = run_child("large", quick, glibc_fresh);
         a[3][r] = run_child("large", quick, fresh);
         a[4][r] = run_child("large", quick, pooled);
         best_of_abba("churn", quick, off, none, &a[CHURN][r], &b[CHURN][r]);
         a[PYDICT][r] = b[PYDICT][r] = a[PYDICT_MALLOC][r] = b[PYDICT_MALLOC][r] = 1;
+        a[STARTUP_PY][r] = b[STARTUP_PY][r] = 1;
         if (have_python) {
+            if (startup(py_argv, lib, quick ? 40 : 100, &a[STARTUP_PY][r], &b[STARTUP_PY][r],
+                        &py_cpu[0], &py_cpu[1]))
+                a[STARTUP_PY][r] = -1;
             best_of_abba("pydict", quick, off, none, &a[PYDICT][r], &b[PYDICT][r]);
             best_of_abba("pydict", quick, off_pym, none_pym, &a[PYDICT_MALLOC][r],
                          &b[PYDICT_MALLOC][r]);
@@ -353,7 +368,7 @@ int main(int argc, char **argv) {
     double rmed[N];
     for (int k = 0; k < N; k++) {
         rmed[k] = median(ratio[k], reps); /* sorted: [0] min */
-        if (!have_python && (k == PYDICT || k == PYDICT_MALLOC)) continue;
+        if (!have_python && (k == PYDICT || k == PYDICT_MALLOC || k == STARTUP_PY)) continue;
         res[k].with = median(a[k], reps); /* sorted: [0] min */
         res[k].without = median(b[k], reps);
         char id[64];
@@ -377,9 +392,9 @@ int main(int argc, char **argv) {
     printf("| benchmark | dspreload | without | ratio | ratio per round: min / median / max |\n"
            "|---|---|---|---|---|\n");
     for (int k = 0; k < N; k++) {
-        if (!have_python && (k == PYDICT || k == PYDICT_MALLOC))
+        if (!have_python && (k == PYDICT || k == PYDICT_MALLOC || k == STARTUP_PY))
             printf("| %s | skipped: %s not found | | | |\n", res[k].what, python);
-        else if (k == 2 || k == 5)
+        else if (k == 2 || k == 5 || k == STARTUP_PY)
             printf("| %s | %.3f %s | %.3f %s | %+.3f ms |\n", res[k].what, res[k].with, res[k].unit,
                    res[k].without, res[k].unit, res[k].with - res[k].without);
         else
@@ -391,11 +406,14 @@ int main(int argc, char **argv) {
            "%.2f ns | "
            "%.2f ns | %.3fx | |\n",
            ab[1], ab[2], ab[0]);
-    printf("\ngoals: malloc(64)+free %s (<= 1.05x, both ways), mixed %s (<= 1.05x), start-up %s "
-           "(<= +0.5 ms)\n",
+    printf("\ngoals: malloc(64)+free %s (<= 1.05x, both ways), mixed %s (<= 1.05x), start-up of "
+           "/bin/true %s, of python3 -c pass %s (<= +0.1 ms, issue 29)\n",
            ab[0] <= 1.05 && res[0].with / res[0].without <= 1.05 ? "met" : "NOT met",
            res[1].with / res[1].without <= 1.05 ? "met" : "NOT met",
-           res[2].with - res[2].without <= 0.5 ? "met" : "NOT met");
+           res[2].with - res[2].without <= 0.1 ? "met" : "NOT met",
+           !have_python                                            ? "skipped"
+           : res[STARTUP_PY].with - res[STARTUP_PY].without <= 0.1 ? "met"
+                                                                   : "NOT met");
     printf("goals (issue 29), median ratio per round <= 1.03x: malloc(64)+free %s, churn %s, "
            "Python dict %s, with PYTHONMALLOC=malloc %s\n",
            rmed[0] <= 1.03 ? "met" : "NOT met", rmed[CHURN] <= 1.03 ? "met" : "NOT met",

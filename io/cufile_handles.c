@@ -6,7 +6,7 @@
 
 #include <unistd.h>
 
-static struct dsp_cufile_handle handles[DSP_CUFILE_NHANDLES];
+static DSP_LARGE_BSS struct dsp_cufile_handle handles[DSP_CUFILE_NHANDLES];
 static int handles_used; /* slots fill from the low end: none in use at or past this */
 
 struct dsp_cufile_handle *dsp_cufile_handle_find(CUfileHandle_t h) {

@@ -31,7 +31,7 @@ struct dsp_cufile_reg {
     int pending;       /* the shim's cuFileBufRegister of it is in progress, outside the lock */
     uint64_t close_at; /* close_gen when that registration started */
 };
-static struct dsp_cufile_reg entries[NENTRIES];
+static DSP_LARGE_BSS struct dsp_cufile_reg entries[NENTRIES];
 static size_t registered_bytes; /* pending registrations included: they hold their room */
 static uint64_t lru_clock;
 static int closing;        /* cuFileDriverClose calls in progress: no new registration */
@@ -39,7 +39,7 @@ static uint64_t close_gen; /* successful closes so far */
 
 /* Ranges the application registered itself (exact bases, as cuFile wants). */
 #define NAPP 1024
-static struct {
+static DSP_LARGE_BSS struct {
     uintptr_t base;
     size_t len;
 } app[NAPP];

@@ -46,7 +46,7 @@ int dsp_dio_is_direct(int fd) {
  * answer. 48 bits of generation: at a million forgets a second, nine years
  * before one could come round again. */
 int dsp_dio_cache_on;
-static _Atomic uint64_t slot[DSP_DIO_CACHE_FDS];
+static DSP_LARGE_BSS _Atomic uint64_t slot[DSP_DIO_CACHE_FDS];
 static _Atomic uint64_t gen = 1;
 #define GEN_MASK (((uint64_t)1 << 48) - 1)
 

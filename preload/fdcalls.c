@@ -178,8 +178,8 @@ int dsp_fdcalls_bound(void) {
     return dsp_real_all_ours(names, sizeof names / sizeof *names);
 }
 
-void dsp_fdcalls_init(void) {
-    FD_HOOKS(DSP_REAL_FIND)
+DSP_STARTUP_TEXT void dsp_fdcalls_init(void) {
+    DSP_REAL_FIND_ALL(FD_HOOKS);
 }
 
 #else

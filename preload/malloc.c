@@ -44,14 +44,14 @@ extern char *program_invocation_name;
 /* Sizes at or over gate take the slow path: 0 until the rules are known (so
  * the first calls initialise), SIZE_MAX while hints are off, else
  * DSP_MALLOC_MIN. */
-static _Atomic size_t gate;
-static _Atomic pid_t config_owner; /* the process whose thread decides */
-static size_t hint_max;            /* DSP_MALLOC_MAX, SIZE_MAX for auto */
-static int nfrom;                  /* DSP_MALLOC_FROM names; 0: any caller */
+static DSP_STARTUP_DATA _Atomic size_t gate;
+static DSP_STARTUP_DATA _Atomic pid_t config_owner; /* the process whose thread decides */
+static size_t hint_max;                             /* DSP_MALLOC_MAX, SIZE_MAX for auto */
+static int nfrom;                                   /* DSP_MALLOC_FROM names; 0: any caller */
 static char from[DSP_MRULE_NAMES][DSP_MRULE_NAME_LEN];
-static struct dsp_sites sites;      /* call sites already resolved */
-static _Atomic uint64_t sites_seen; /* the loader's adds + subs when they were */
-static DSP_TLS int busy;            /* this thread is inside the slow path */
+static DSP_LARGE_BSS struct dsp_sites sites; /* call sites already resolved */
+static _Atomic uint64_t sites_seen;          /* the loader's adds + subs when they were */
+static DSP_TLS int busy;                     /* this thread is inside the slow path */
 
 /* glibc's own functions that have no __libc_* entry point, found in libc
  * itself (not RTLD_NEXT: another allocator may sit there) on first use. */
@@ -94,7 +94,7 @@ static size_t usable_foreign(void *p) {
 
 /* --- the rules ----------------------------------------------------------- */
 
-static void configure(void) {
+DSP_STARTUP_TEXT static void configure(void) {
     /* One thread decides: the claim is the deciding process's pid, so that a
      * child forked while a thread of its parent was deciding (that thread is
      * not in the child) takes the work over, exactly one of its threads;
@@ -132,7 +132,7 @@ static void configure(void) {
  * every allocation comes here, so initialisation may run inside the first one
  * (a library constructor's, before ours); before libc itself is initialised
  * (no environment yet) a later call decides. */
-static int hints_ready(void) {
+DSP_STARTUP_TEXT static int hints_ready(void) {
     if (DSP_LIKELY(atomic_load_explicit(&gate, memory_order_acquire) != 0)) return 1;
     if (!environ || !dsp_ensure_init()) return 0;
     configure();
@@ -143,7 +143,7 @@ static void bind_direct(void);
 
 /* Library constructor: decides the rules before main; with hints off, binds
  * the program straight to glibc's allocator (bind_direct). */
-void dsp_malloc_init(void) {
+DSP_STARTUP_TEXT void dsp_malloc_init(void) {
     if (busy) return;
     busy = 1;
     if (hints_ready() && atomic_load_explicit(&gate, memory_order_acquire) == SIZE_MAX)
@@ -501,7 +501,7 @@ HOOK(malloc_usable_size);
  * through the hooks. Which block came from which path does not matter: with
  * hints off every block is glibc's. A name is bound only where the hook is
  * what the loader binds it to (no allocator preloaded before us defines it). */
-static void bind_direct(void) {
+DSP_STARTUP_TEXT static void bind_direct(void) {
     /* glibc's functions without an __libc_* name, from libc's own symbol
      * table: a dlopen of libc would allocate, and set up glibc's heap in a
      * process that never allocates. */
@@ -518,12 +518,21 @@ static void bind_direct(void) {
         BIND(pvalloc, __libc_pvalloc),
         BIND(malloc_usable_size, dsp_libc_sym("malloc_usable_size")),
     };
-    struct dsp_bind t[sizeof all / sizeof *all];
+    enum { N = sizeof all / sizeof *all };
+    struct dsp_bind t[N];
+    /* What the global scope answers for each name, read from the symbol
+     * tables in one walk (dsp_sym_first_all; dlsym for what they cannot
+     * say): 11 dlsym calls were a fifth of the binding (issue 29). */
+    const char *names[N];
+    void *global[N];
+    for (int i = 0; i < N; i++) names[i] = all[i].name;
+    dsp_sym_first_all(names, global, N);
     int n = 0;
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    for (int i = 0; i < N; i++)
         if (all[i].real) {
             t[n] = all[i];
-            t[n++].global = (uintptr_t)dsp_real_dlsym(RTLD_DEFAULT, all[i].name);
+            t[n++].global =
+                (uintptr_t)(global[i] ? global[i] : dsp_real_dlsym(RTLD_DEFAULT, all[i].name));
         }
     int slots = dsp_bind_direct(t, n, (uintptr_t)hook_malloc);
     dsp_debug("malloc hints off: %d GOT slot(s) bound to glibc", slots);

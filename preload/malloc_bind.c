@@ -23,13 +23,16 @@
  * hints are off: a thread calling meanwhile reaches glibc either way. */
 #include "malloc_bind.h"
 
+#include "internal.h"
 #include "log.h"
 #include "symbols.h"
 
 #include <elf.h>
 #include <link.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -56,11 +59,13 @@ struct walk {
     int have_main;
     unsigned main_defines;      /* bit i: the program defines t[i].name */
     uintptr_t hook_lo, hook_hi; /* the lowest and highest hook address */
+    uint64_t first[4];          /* bit c: a name of t starts with the byte c */
 };
 
 struct object {
     const struct dl_phdr_info *info;
     uintptr_t relro_lo, relro_hi; /* the pages the loader made read-only */
+    uintptr_t lo, hi;             /* its loaded segments' extent */
     const ElfW(Sym) * symtab;
     const char *strtab;
     uintptr_t *slot[MAX_SLOTS];
@@ -69,23 +74,42 @@ struct object {
 };
 
 /* The glibc function for the slot of relocation r, or 0 to leave it. */
-static uintptr_t target(const struct walk *w, struct object *o, const ElfW(Rela) * r) {
+DSP_STARTUP_TEXT static uintptr_t target(const struct walk *w, struct object *o,
+                                         const ElfW(Rela) * r) {
     unsigned long type = ELF64_R_TYPE(r->r_info);
     if (type != R_JUMP_SLOT && type != R_GLOB_DAT) return 0;
     uintptr_t v = *(uintptr_t *)(o->info->dlpi_addr + r->r_offset);
     if (v - w->hook_lo <= w->hook_hi - w->hook_lo) /* libc alone has 1,500 relocations */
         for (int i = 0; i < w->n; i++)
             if (v == w->t[i].hook) return w->t[i].real;
-    /* Not bound yet: a lazy PLT slot still points into its own object. */
-    if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || !dsp_phdr_holds(o->info, v)) return 0;
+    /* Not bound yet: a lazy PLT slot still points into its own object (the
+     * loader maps an object's extent whole, its holes inaccessible). A
+     * program has hundreds (Python 500): its extent and the names' first
+     * letters, each one test, come before the names themselves (issue 29). */
+    if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || v - o->lo >= o->hi - o->lo) return 0;
     const char *name = o->strtab + o->symtab[ELF64_R_SYM(r->r_info)].st_name;
-    for (int i = 0; i < w->n; i++) /* the first letter first: a program has hundreds */
-        if (name[0] == w->t[i].name[0] && !strcmp(name, w->t[i].name)) return w->t[i].real;
+    unsigned char c = (unsigned char)name[0];
+    if (!(w->first[c / 64] >> (c % 64) & 1)) return 0;
+    for (int i = 0; i < w->n; i++)
+        if (!strcmp(name, w->t[i].name)) return w->t[i].real;
     return 0;
 }
 
-static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r, size_t n) {
+DSP_STARTUP_TEXT static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r,
+                                     size_t n) {
+    /* The names of a program's lazy slots are read one by one from its
+     * string table, each a cache miss (Python: 500, most of the binding's
+     * time, issue 29): their symbols are fetched ahead, 16 relocations on,
+     * and their names 8 on, so that the misses overlap. */
+    enum { SYM_AHEAD = 16, NAME_AHEAD = 8 };
     for (size_t k = 0; k < n; k++) {
+        if (o->symtab && o->strtab) {
+            if (k + SYM_AHEAD < n)
+                __builtin_prefetch(&o->symtab[ELF64_R_SYM(r[k + SYM_AHEAD].r_info)]);
+            if (k + NAME_AHEAD < n)
+                __builtin_prefetch(o->strtab +
+                                   o->symtab[ELF64_R_SYM(r[k + NAME_AHEAD].r_info)].st_name);
+        }
         uintptr_t real = target(w, o, &r[k]);
         if (!real || o->nslots == MAX_SLOTS) continue;
         uintptr_t a = o->info->dlpi_addr + r[k].r_offset;
@@ -102,11 +126,18 @@ struct relocs {
 
 /* The object's PLT and other relocations, its symbols and its RELRO pages:
  * 0, or -1 when it has nothing to read. */
-static int parse(const struct dl_phdr_info *info, struct object *o, struct relocs *rs) {
+DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object *o,
+                                  struct relocs *rs) {
     const ElfW(Dyn) *dyn = NULL;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t page = (uintptr_t)getauxval(AT_PAGESZ); /* sysconf's page of libc: a fault */
+    o->lo = UINTPTR_MAX, o->hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+            if (a < o->lo) o->lo = a;
+            if (a + ph->p_memsz > o->hi) o->hi = a + ph->p_memsz;
+        }
         if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
         if (ph->p_type == PT_GNU_RELRO) { /* as the loader's _dl_protect_relro rounds */
             o->relro_lo = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
@@ -139,7 +170,7 @@ static int parse(const struct dl_phdr_info *info, struct object *o, struct reloc
 
 /* The first pass: where this library stands, what the program and the
  * objects before this library define. */
-static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
+DSP_STARTUP_TEXT static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     unsigned bits = 0;
     struct dsp_elf_tables t;
     for (int i = 0; i < info->dlpi_phnum; i++)
@@ -151,7 +182,7 @@ static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     return bits;
 }
 
-static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
+DSP_STARTUP_TEXT static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     int at = w->index++;
@@ -166,7 +197,7 @@ static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
+DSP_STARTUP_TEXT static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     if (dsp_phdr_holds(info, w->self)) return 0;
@@ -176,18 +207,20 @@ static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     collect(w, &o, rs.jmprel, rs.njmp);
     collect(w, &o, rs.rela, rs.nrela);
     if (!o.nslots) return 0;
+    /* The system call itself: the shim's mprotect hook would read the arena's
+     * bounds, a page fault at start-up (issue 29), for pages never the arena's. */
     if (o.protect &&
-        mprotect((void *)o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ | PROT_WRITE)) {
+        syscall(SYS_mprotect, o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ | PROT_WRITE)) {
         w->refused++; /* the hooks stay: right, one jump slower */
         return 0;
     }
     for (int i = 0; i < o.nslots; i++) __atomic_store_n(o.slot[i], o.value[i], __ATOMIC_RELAXED);
     w->rewritten += o.nslots;
-    if (o.protect) mprotect((void *)o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ);
+    if (o.protect) syscall(SYS_mprotect, o.relro_lo, o.relro_hi - o.relro_lo, PROT_READ);
     return 0;
 }
 
-int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
+DSP_STARTUP_TEXT int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
     struct walk w = {.t = all, .n = nall, .self = self, .self_index = -1};
     dl_iterate_phdr(survey, &w);
     /* The names the loader binds to our hooks: where the lookup in the global
@@ -208,6 +241,8 @@ int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
     for (int i = 0; i < n; i++) {
         if (t[i].hook < w.hook_lo) w.hook_lo = t[i].hook;
         if (t[i].hook > w.hook_hi) w.hook_hi = t[i].hook;
+        unsigned char c = (unsigned char)t[i].name[0];
+        w.first[c / 64] |= (uint64_t)1 << (c % 64);
     }
     if (n) dl_iterate_phdr(rebind, &w);
     if (w.refused)

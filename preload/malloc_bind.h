@@ -3,17 +3,10 @@
 #ifndef DSP_MALLOC_BIND_H
 #define DSP_MALLOC_BIND_H
 
+#include "symbols.h"
+
 #include <link.h>
 #include <stdint.h>
-
-/* 1 when address a lies in one of the object's loaded segments. */
-static inline int dsp_phdr_holds(const struct dl_phdr_info *info, uintptr_t a) {
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz) return 1;
-    }
-    return 0;
-}
 
 /* A hook of the family, glibc's own function for it, its name, and what a
  * lookup of the name in the global scope answers (dlsym(RTLD_DEFAULT)). */

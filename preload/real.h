@@ -1,9 +1,12 @@
 /* The next definition of a libc function a hook stands in front of, found
- * once (RTLD_NEXT, through glibc's own dlsym: src/symbols.h) and kept: one
- * load and a branch afterwards. Concurrent first calls find the same address.
- * DSP_REAL_DECL(type, name) declares real_name(), which returns it; the
- * library's constructor calls each once, so that no signal handler is the
- * first to call one (dlsym is not async-signal-safe). */
+ * once and kept: one load and a branch afterwards. Concurrent first calls
+ * find the same address. DSP_REAL_DECL(type, name) declares real_name(),
+ * which returns it (looked up with RTLD_NEXT, through glibc's own dlsym:
+ * src/symbols.h). The library's constructor finds every one of a list with
+ * DSP_REAL_FIND_ALL, so that no signal handler is the first to call one
+ * (dlsym is not async-signal-safe): most in one walk of the loaded objects'
+ * symbol tables (dsp_sym_next_all: 41 dlsyms were a fifth of the
+ * constructor, issue 29), the rest with dlsym. */
 #ifndef DSP_REAL_H
 #define DSP_REAL_H
 
@@ -39,7 +42,7 @@ static inline long dsp_real_missing(void) {
 }
 
 #define DSP_REAL_DECL(type, name)                                                                  \
-    static type real_##name##_ptr;                                                                 \
+    static DSP_STARTUP_DATA type real_##name##_ptr;                                                \
     static inline type real_##name(void) {                                                         \
         type f = __atomic_load_n(&real_##name##_ptr, __ATOMIC_RELAXED);                            \
         if (DSP_UNLIKELY(!f)) {                                                                    \
@@ -48,11 +51,27 @@ static inline long dsp_real_missing(void) {
             __atomic_store_n(&real_##name##_ptr, f, __ATOMIC_RELAXED);                             \
         }                                                                                          \
         return f;                                                                                  \
+    }                                                                                              \
+    static inline void real_##name##_set(void *f) {                                                \
+        if (f) __atomic_store_n(&real_##name##_ptr, (type)f, __ATOMIC_RELAXED);                    \
     }
 
 /* For a list of DSP_REAL_DECL entries X(type, name): its name, and its lookup. */
 #define DSP_REAL_NAME(type, name) #name,
 #define DSP_REAL_FIND(type, name) (void)real_##name();
+#define DSP_REAL_SET(type, name)  real_##name##_set(found_[i_++]);
+
+/* Every real function of a list found now: those the loaded objects' tables
+ * answer in one walk (dsp_sym_next_all), the rest with dlsym, one each. */
+#define DSP_REAL_FIND_ALL(LIST)                                                                    \
+    do {                                                                                           \
+        static const char *const names_[] = {LIST(DSP_REAL_NAME)};                                 \
+        void *found_[sizeof names_ / sizeof *names_];                                              \
+        size_t i_ = 0;                                                                             \
+        dsp_sym_next_all(names_, found_, sizeof names_ / sizeof *names_);                          \
+        LIST(DSP_REAL_SET)                                                                         \
+        LIST(DSP_REAL_FIND)                                                                        \
+    } while (0)
 
 /* 1 when the program's lookup of every one of names finds this library's
  * definition (dsp_sym_ours). */

@@ -202,8 +202,8 @@ DSP_API int __xpg_sigpause(int sig) {
 
 /* Every real function found now, from the constructor: a program's signal
  * handler must not be the first to call one (dlsym is not async-signal-safe). */
-void dsp_sigcalls_init(void) {
-    SIG_HOOKS(DSP_REAL_FIND)
+DSP_STARTUP_TEXT void dsp_sigcalls_init(void) {
+    DSP_REAL_FIND_ALL(SIG_HOOKS);
 }
 
 int dsp_sigcalls_bound(void) {

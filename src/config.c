@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "fmt.h"
+#include "internal.h"
 #include "log.h"
 
 #include <errno.h>
@@ -29,12 +30,16 @@ const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT] = {
 };
 
 struct dsp_config dsp_cfg;
+/* Whether a load ran before: the first finds every string empty (.bss) and
+ * leaves them untouched, since clearing them wrote a page of dsp_cfg that the
+ * constructor has no other use for (issue 29: a page fault at start-up). */
+static DSP_STARTUP_DATA int loaded_before;
 
 static int lower(int c) {
     return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
-static int word_eq(const char *a, const char *b) {
+DSP_STARTUP_TEXT static int word_eq(const char *a, const char *b) {
     while (*a && *b && lower(*a) == lower(*b)) a++, b++;
     return *a == 0 && *b == 0;
 }
@@ -46,7 +51,7 @@ static int parse_enum(const char *const *words, const char *text, long long *out
     return -EINVAL;
 }
 
-static int parse_bool(const char *t, long long *out) {
+DSP_STARTUP_TEXT static int parse_bool(const char *t, long long *out) {
     static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false",
                                                                                 "off"};
     for (int i = 0; i < 4; i++) {
@@ -83,8 +88,11 @@ static int parse_mode(const char *t, long long *out) {
     return 0;
 }
 
-/* A share of n bytes: share is in billionths of a percent. */
+/* A share of n bytes: share is in billionths of a percent. Of nothing (the
+ * constructor's defaults, no memory read yet) without the division, as
+ * parse_size below (issue 29). */
 static size_t share_of(size_t n, uint64_t share) {
+    if (!n) return 0;
     return (size_t)((unsigned __int128)n * share / 100000000000ull);
 }
 
@@ -144,7 +152,11 @@ static int parse_size(const char *t, int allow_pct, size_t ram, long long *out, 
         } else if (frac) {
             return -EINVAL; /* fractional bytes */
         }
-        v = ((unsigned __int128)whole << shift) + (((unsigned __int128)frac << shift) / frac_div);
+        /* The 128-bit division only for a fraction: libgcc's __udivti3 lies
+         * on a page the constructor's defaults ("64M") would fault in for
+         * nothing (issue 29). */
+        v = ((unsigned __int128)whole << shift) +
+            (frac ? ((unsigned __int128)frac << shift) / frac_div : 0);
     }
     if (v >= (unsigned __int128)DSP_SIZE_OFF || v > (unsigned __int128)INT64_MAX) return -EINVAL;
     *out = (long long)v;
@@ -152,8 +164,8 @@ static int parse_size(const char *t, int allow_pct, size_t ram, long long *out, 
     return 0;
 }
 
-static int parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out,
-                 uint64_t *share) {
+DSP_STARTUP_TEXT static int parse(enum dsp_opt_id id, const char *text, size_t ram, long long *out,
+                                  uint64_t *share) {
     const struct dsp_opt_desc *d = &dsp_opt_desc[id];
     switch (d->type) {
     case DSP_T_BOOL:
@@ -238,7 +250,7 @@ const char *dsp_config_closest(const char *name) {
     return best;
 }
 
-static void set_default(enum dsp_opt_id id, size_t ram) {
+DSP_STARTUP_TEXT static void set_default(enum dsp_opt_id id, size_t ram) {
     dsp_cfg.val[id] = 0;
     dsp_cfg.share[id] = DSP_NO_SHARE;
     int rc = load_value(id, dsp_opt_desc[id].def, ram);
@@ -283,15 +295,16 @@ static char *str_of(const struct dsp_opt_desc *d) {
     return (char *)&dsp_cfg.str + d->str_off;
 }
 
-void dsp_config_load(char *const *env, size_t ram) {
+DSP_STARTUP_TEXT void dsp_config_load(char *const *env, size_t ram) {
     dsp_config_load_as(env, ram, getauxval(AT_SECURE) != 0);
 }
 
-void dsp_config_load_as(char *const *env, size_t ram, int secure) {
+DSP_STARTUP_TEXT void dsp_config_load_as(char *const *env, size_t ram, int secure) {
     for (int i = 0; i < DSP_OPT_COUNT; i++) {
         set_default((enum dsp_opt_id)i, ram);
-        if (dsp_opt_desc[i].type == DSP_T_STRING) str_of(&dsp_opt_desc[i])[0] = 0;
+        if (loaded_before && dsp_opt_desc[i].type == DSP_T_STRING) str_of(&dsp_opt_desc[i])[0] = 0;
     }
+    loaded_before = 1;
     if (!env) return;
     char ignored[256];
     size_t n_ignored = 0;

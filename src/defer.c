@@ -13,11 +13,11 @@
 DSP_TLS int dsp_in_manager;
 _Atomic int dsp_deferred_pending;
 
-static _Atomic uintptr_t slot[SLOTS];
+static DSP_LARGE_BSS _Atomic uintptr_t slot[SLOTS];
 static _Atomic int draining;
-static void (*_Atomic handler[2])(void *); /* by kind */
+static DSP_STARTUP_DATA void (*_Atomic handler[2])(void *); /* by kind */
 
-void dsp_defer_set_handler(int kind, void (*fn)(void *)) {
+DSP_STARTUP_TEXT void dsp_defer_set_handler(int kind, void (*fn)(void *)) {
     atomic_store_explicit(&handler[kind & 1], fn, memory_order_release);
 }
 

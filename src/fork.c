@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(512))) = {
+DSP_STARTUP_DATA struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(512))) = {
     .fork = PTHREAD_MUTEX_INITIALIZER,
     .slot = {[0 ... DSP_FORK_SLOTS - 1] = PTHREAD_MUTEX_INITIALIZER}};
 _Static_assert(sizeof(struct dsp_fork_locks) <= 512, "the fork locks fit their alignment");
@@ -13,8 +13,8 @@ _Static_assert(sizeof(struct dsp_fork_locks) <= 512, "the fork locks fit their a
  * child handlers a fork runs are those of the slots it saw. */
 #define fork_mu (dsp_fork_locks.fork)
 static int unlocked; /* this fork took no lock (fork.h) */
-static void (*children[DSP_FORK_SLOTS])(void);
-static int installed;
+static DSP_STARTUP_DATA void (*children[DSP_FORK_SLOTS])(void);
+static DSP_STARTUP_DATA int installed;
 
 /* In the child: whoever held them is not there. */
 static void init_locks(void) {
@@ -24,7 +24,7 @@ static void init_locks(void) {
     atomic_store_explicit(&dsp_fork_locks.owner, 0, memory_order_relaxed);
 }
 
-void dsp_fork_register(enum dsp_fork_slot slot, void (*child)(void)) {
+DSP_STARTUP_TEXT void dsp_fork_register(enum dsp_fork_slot slot, void (*child)(void)) {
     pthread_mutex_lock(&fork_mu);
     children[slot] = child;
     pthread_mutex_unlock(&fork_mu);
@@ -58,8 +58,15 @@ static void child(void) {
         if (children[i]) children[i]();
 }
 
-void dsp_fork_install(void) {
+/* What pthread_atfork is (glibc's libc_nonshared.a, nptl/pthread_atfork.c,
+ * linked into the library past all of its own code), with the same object
+ * handle: called directly, the constructor's code stays in one window of
+ * pages (DSP_STARTUP_TEXT, issue 29). */
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+extern void *__dso_handle __attribute__((weak, visibility("hidden")));
+
+DSP_STARTUP_TEXT void dsp_fork_install(void) {
     if (installed) return; /* initialisation may run again in a child */
-    pthread_atfork(prepare, parent, child);
+    __register_atfork(prepare, parent, child, &__dso_handle ? __dso_handle : NULL);
     installed = 1;
 }

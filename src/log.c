@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include "fmt.h"
+#include "internal.h"
 
 #include <stdarg.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@ static void vlog(int level, const char *fmt, va_list ap) {
     dsp_write_all(dsp_log_fd, line, (size_t)n);
 }
 
-void dsp_log(int level, const char *fmt, ...) {
+DSP_STARTUP_TEXT void dsp_log(int level, const char *fmt, ...) {
     if (level > __atomic_load_n(&dsp_log_level, __ATOMIC_RELAXED)) return;
     va_list ap;
     va_start(ap, fmt);

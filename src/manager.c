@@ -540,10 +540,10 @@ extern char **environ;
 /* Zero-initialised, so in .bss: with its pools partitioned by NUMA node it is
  * over 100 KiB, which an initialiser would put in the library's file and
  * .data (the span slab's object size is set in init_once). */
-struct dsp_manager dsp_mgr;
+DSP_LARGE_BSS struct dsp_manager dsp_mgr;
 
-_Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
-static _Atomic pid_t init_owner; /* the process whose thread runs init_once */
+DSP_STARTUP_DATA _Atomic int dsp_init_state;      /* 0 new, 1 running, 2 ready */
+static DSP_STARTUP_DATA _Atomic pid_t init_owner; /* the process whose thread runs init_once */
 static DSP_TLS int initialising;
 
 /* The child inherits the blocks but not their locks (mlock is not inherited):
@@ -636,7 +636,7 @@ static const struct dsp_node_ops node_ops = {release_pool, node_trim, yieldable}
  * pin (plan): most processes of a job never pin, and reading them made the
  * constructor a visible cost of /bin/true (issue 29; docs/design.md,
  * "Initialisation"). */
-static void init_once(void) {
+DSP_STARTUP_TEXT static void init_once(void) {
     dsp_config_load(environ, 0); /* shares (50%) are taken at the first pin */
     __atomic_store_n(&dsp_log_level, (int)dsp_opt(DSP_OPT_LOG), __ATOMIC_RELAXED);
     struct dsp_manager *m = &dsp_mgr;
@@ -707,7 +707,7 @@ void dsp_plan(void) {
  * thread to finish it (the fork handlers are not registered yet), so a child
  * that finds the claim held by another process takes it over. Regression:
  * fork.no_deadlock_when_forking_under_load hung on its first fork. */
-int dsp_init_slow(void) {
+DSP_STARTUP_TEXT int dsp_init_slow(void) {
     if (initialising) return 0; /* re-entered from inside init_once */
     pid_t me = dsp_sys_pid();
     for (;;) {

@@ -19,7 +19,6 @@
 #include <stdatomic.h>
 
 struct dsp_manager {
-    struct dsp_slab spans;
     /* The general pool is partitioned by NUMA node (span->node): a block is
      * reused only for a request on its node (numa.h; node 0 alone when
      * placement is off). */
@@ -52,6 +51,9 @@ struct dsp_manager {
     size_t budget, cap, pool_max, arena_size;
     size_t auto_cap; /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     int huge_mode, prefault_threads;
+    /* Beside the other fields the constructor writes (issue 29: one page of
+     * this large structure touched at start-up, not two). */
+    struct dsp_slab spans;
     int chunks;     /* small blocks may be cut from chunks: mlock is not limited */
     int as_limited; /* RLIMIT_AS was finite at the first reservation: grow in pieces */
     /* The program's mlockall(MCL_FUTURE) is in force: every PROT_NONE mapping

@@ -57,7 +57,7 @@ DSP_TLS size_t dsp_node_wait_len;
 static DSP_TLS int retrying;
 
 /* The first of the names (a NULL-ended list) set to a number; -1 if none. */
-static int env_int(const char *const *names) {
+DSP_STARTUP_TEXT static int env_int(const char *const *names) {
     const char *v = NULL;
     for (; *names && (!v || !*v); names++) v = getenv(*names);
     if (!v || *v < '0' || *v > '9') return -1;
@@ -139,7 +139,7 @@ void dsp_node_plan(const struct dsp_machine *mc, struct dsp_node_plan *p) {
  * (and a cap given as a share, the memory it is of), read at the first pin,
  * so a process that never pins (a shell under a launcher) pays nothing for
  * the ledger. */
-void dsp_node_configure(struct dsp_manager *m, const struct dsp_node_ops *ops) {
+DSP_STARTUP_TEXT void dsp_node_configure(struct dsp_manager *m, const struct dsp_node_ops *ops) {
     node.m = m;
     node.ops = ops;
     size_t opt = (size_t)dsp_opt(DSP_OPT_NODE_MAX_PINNED);

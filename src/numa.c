@@ -38,7 +38,7 @@ static DSP_TLS int last_device_node;        /* node + 1 of this thread's last CU
 static struct { _Atomic uint64_t pinned, fallbacks; } st[DSP_NUMA_NODES];
 uint64_t dsp_numa_pooled[DSP_NUMA_NODES];
 
-int dsp_numa_configure(const char *value) {
+DSP_STARTUP_TEXT int dsp_numa_configure(const char *value) {
     static const struct {
         const char *word;
         int mode;

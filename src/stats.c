@@ -3,12 +3,14 @@
  * stats_out.c, above the layers whose figures it gathers (the node ledger). */
 #include "stats.h"
 
+#include "internal.h"
+
 #include <pthread.h>
 
 _Atomic uint64_t dsp_stat[DSP_ST_COUNT];
 
 /* --- per-thread blocks (stats.h) ---------------------------------------- */
-static struct dsp_tstat tstat[DSP_TSTAT_BLOCKS];
+static DSP_LARGE_BSS struct dsp_tstat tstat[DSP_TSTAT_BLOCKS];
 __thread __attribute__((tls_model("initial-exec"))) struct dsp_tstat *dsp_tstat_mine;
 /* Set once the pool had no block for this thread: shared counters for good. */
 static __thread __attribute__((tls_model("initial-exec"))) int tstat_none;

@@ -284,11 +284,11 @@ static int active(void) {
 
 /* The options first: active() reads every thread's counters, pages a
  * process that asked for no statistics never touches otherwise (issue 29). */
-int dsp_stats_due_at_exit(void) {
+DSP_STARTUP_TEXT int dsp_stats_due_at_exit(void) {
     return (dsp_opt(DSP_OPT_STATS) || dsp_opt_str(DSP_OPT_STATS_FILE)[0]) && active();
 }
 
-void dsp_stats_at_exit(void) {
+DSP_STARTUP_TEXT void dsp_stats_at_exit(void) {
     if (!dsp_stats_due_at_exit()) return;
     if (dsp_opt(DSP_OPT_STATS)) print_summary();
     if (dsp_opt_str(DSP_OPT_STATS_FILE)[0]) write_file(dsp_opt_str(DSP_OPT_STATS_FILE));

@@ -8,6 +8,7 @@
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 /* glibc's dlsym and dlvsym, by address. No symbol lookup can name them: an
@@ -25,7 +26,7 @@
  * objects is read from _r_debug, not with dl_iterate_phdr, which TSan
  * intercepts; strings are compared by hand, since the sanitizers intercept
  * strcmp) and is not instrumented. */
-__attribute__((used)) void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
+__attribute__((used)) DSP_STARTUP_DATA void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlvsym_ptr;
 
 #define NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
 
@@ -45,7 +46,7 @@ NO_SANITIZE static uint32_t gnu_hash(const char *s) {
     return h;
 }
 
-NO_SANITIZE static const ElfW(Sym) *
+DSP_STARTUP_TEXT NO_SANITIZE static const ElfW(Sym) *
     defined(const struct dsp_elf_tables *t, uint32_t i, const char *name) {
     const ElfW(Sym) *s = &t->symtab[i];
     unsigned type = ELF64_ST_TYPE(s->st_info);
@@ -55,7 +56,8 @@ NO_SANITIZE static const ElfW(Sym) *
 
 /* The definition of name in one object's tables (any version: glibc's
  * versions of dlsym are one function), or NULL. */
-NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct dsp_elf_tables *t, const char *name) {
+DSP_STARTUP_TEXT NO_SANITIZE static const ElfW(Sym) *
+    elf_lookup(const struct dsp_elf_tables *t, const char *name) {
     if (t->gnu_hash) {
         const uint32_t *ht = t->gnu_hash;
         uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
@@ -83,7 +85,8 @@ NO_SANITIZE static const ElfW(Sym) * elf_lookup(const struct dsp_elf_tables *t, 
 
 /* The symbol tables of the object at base with dynamic section dyn: 1 and
  * *t, or 0. */
-NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct dsp_elf_tables *t) {
+DSP_STARTUP_TEXT NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base,
+                                               struct dsp_elf_tables *t) {
     *t = (struct dsp_elf_tables){0};
     for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
         /* The loader relocates these in place where the dynamic section is
@@ -93,13 +96,15 @@ NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t base, struct dsp_
         if (d->d_tag == DT_STRTAB) t->strtab = (const void *)a;
         if (d->d_tag == DT_GNU_HASH) t->gnu_hash = (const void *)a;
         if (d->d_tag == DT_HASH) t->sysv_hash = (const void *)a;
+        if (d->d_tag == DT_VERSYM) t->versym = (const void *)a;
     }
     return t->symtab && t->strtab;
 }
 
 /* The symbol tables of l when it is the C library (or, with libdl, libdl):
  * 1 and *t, else 0. */
-NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct dsp_elf_tables *t) {
+DSP_STARTUP_TEXT NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl,
+                                                    struct dsp_elf_tables *t) {
     const char *base = l->l_name;
     for (const char *p = l->l_name; p && *p; p++)
         if (*p == '/') base = p + 1;
@@ -108,7 +113,7 @@ NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl, struct d
     return tables(l->l_ld, l->l_addr, t);
 }
 
-NO_SANITIZE static int find_in(const struct link_map *l) {
+DSP_STARTUP_TEXT NO_SANITIZE static int find_in(const struct link_map *l) {
     struct dsp_elf_tables t;
     if (!libc_tables(l, 1, &t)) return 0;
     const ElfW(Sym) *s = elf_lookup(&t, "dlsym"), *v = elf_lookup(&t, "dlvsym");
@@ -121,7 +126,7 @@ NO_SANITIZE static int find_in(const struct link_map *l) {
 /* The C library is loaded before the program runs and never unloaded: the
  * list is walked from its head, where the loader put it, and the walk stops
  * there (objects dlopen'ed later come after it). */
-NO_SANITIZE void dsp_glibc_resolve(void) {
+DSP_STARTUP_TEXT NO_SANITIZE void dsp_glibc_resolve(void) {
     if (__atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE)) return;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
         if (find_in(l)) return;
@@ -131,7 +136,7 @@ NO_SANITIZE void dsp_glibc_resolve(void) {
     (void)w;
 }
 
-void *dsp_libc_sym(const char *name) {
+DSP_STARTUP_TEXT void *dsp_libc_sym(const char *name) {
     struct dsp_elf_tables t;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
         if (libc_tables(l, 0, &t)) {
@@ -142,15 +147,141 @@ void *dsp_libc_sym(const char *name) {
     return NULL;
 }
 
-int dsp_elf_tables(const void *dynamic, uintptr_t base, struct dsp_elf_tables *t) {
+DSP_STARTUP_TEXT int dsp_elf_tables(const void *dynamic, uintptr_t base, struct dsp_elf_tables *t) {
     return tables(dynamic, base, t);
 }
 
-int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name) {
+DSP_STARTUP_TEXT int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name) {
     return elf_lookup(t, name) != NULL;
 }
 
-static void *glibc_dlsym(void *h, const char *name) {
+/* --- the next definitions, in one walk (dsp_sym_next_all) ------------------ */
+
+enum { NEXT_NONE, NEXT_FOUND, NEXT_ASK };
+
+/* What one object's tables answer for name, as glibc's lookup for dlsym reads
+ * them (elf/dl-lookup.c, do_lookup_x and check_match with
+ * DL_LOOKUP_RETURN_NEWEST): an undefined or zero entry, a local one, or one of
+ * another kind is passed over; an unversioned definition (version index 0 or
+ * 1) is taken at once; else the one default version (index 2 or more, not
+ * hidden) if there is exactly one. NEXT_FOUND with *s a function, NEXT_ASK
+ * when the answer is something else (dlsym will say), NEXT_NONE. */
+DSP_STARTUP_TEXT static int next_in(const struct dsp_elf_tables *t, const char *name, uint32_t h,
+                                    const ElfW(Sym) * *found) {
+    const uint32_t *ht = t->gnu_hash;
+    uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2], shift = ht[3];
+    const ElfW(Addr) *bloom = (const ElfW(Addr) *)&ht[4];
+    const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size), *chain = buckets + nbuckets;
+    enum { BITS = sizeof(ElfW(Addr)) * 8 };
+    if (!nbuckets || !bloom_size) return NEXT_NONE;
+    ElfW(Addr) word = bloom[(h / BITS) & (bloom_size - 1)];
+    if (!((word >> (h % BITS)) & (word >> ((h >> shift) % BITS)) & 1)) return NEXT_NONE;
+    uint32_t i = buckets[h % nbuckets];
+    if (i < symoffset) return NEXT_NONE; /* an empty bucket */
+    const ElfW(Sym) *versioned = NULL;
+    int nversioned = 0;
+    for (;; i++) {
+        uint32_t h2 = chain[i - symoffset];
+        const ElfW(Sym) *s = &t->symtab[i];
+        unsigned type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
+        int kind_ok = type <= STT_FUNC || type == STT_COMMON || type == STT_TLS ||
+                      type == STT_GNU_IFUNC; /* NOTYPE, OBJECT, FUNC and those */
+        if ((h | 1) == (h2 | 1) && s->st_shndx != SHN_UNDEF && (s->st_value || type == STT_TLS) &&
+            kind_ok && bind != STB_LOCAL && same_str(t->strtab + s->st_name, name)) {
+            ElfW(Half) v = t->versym ? t->versym[i] : 0;
+            if ((v & 0x7fff) < 2) {
+                *found = s;
+                break;
+            }
+            if (!(v & 0x8000) && nversioned++ == 0) versioned = s;
+        }
+        if (h2 & 1) { /* the end of the bucket's chain */
+            if (nversioned != 1) return nversioned ? NEXT_ASK : NEXT_NONE;
+            *found = versioned;
+            break;
+        }
+    }
+    return ELF64_ST_TYPE((*found)->st_info) == STT_FUNC && (*found)->st_shndx != SHN_ABS
+               ? NEXT_FOUND
+               : NEXT_ASK;
+}
+
+struct next_walk {
+    const char *const *names;
+    void **out;
+    size_t n, found;
+    uint32_t hash[64];
+    uint64_t settled;     /* bit i: names[i] answered (found, or left to dlsym) */
+    uintptr_t self, vdso; /* an address in this library; the vDSO's image */
+    int past_self;        /* 1 from the start for dsp_sym_first_all */
+};
+
+/* 1 for the C library (by file name). */
+DSP_STARTUP_TEXT static int is_libc(const struct dl_phdr_info *info) {
+    const char *base = info->dlpi_name; /* by hand: no lazy binding of strrchr at start-up */
+    for (const char *p = base; p && *p; p++)
+        if (*p == '/') base = p + 1;
+    return base && has_prefix(base, "libc.so.");
+}
+
+DSP_STARTUP_TEXT static int next_object(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct next_walk *w = arg;
+    int libc = is_libc(info);
+    if (!w->past_self) {
+        w->past_self = dsp_phdr_holds(info, w->self);
+        /* This library opened after the C library (dlopen): RTLD_NEXT then
+         * searches its own dependencies, not the list; dlsym answers. */
+        return libc;
+    }
+    /* The vDSO is in the loader's list but in no lookup scope. */
+    if (w->vdso && dsp_phdr_holds(info, w->vdso)) return 0;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    struct dsp_elf_tables t;
+    /* Without a GNU hash table: dlsym answers whatever is still open. */
+    if (!dyn || !tables(dyn, info->dlpi_addr, &t) || !t.gnu_hash) return 1;
+    for (size_t i = 0; i < w->n; i++) {
+        const ElfW(Sym) *s = NULL;
+        int r = w->settled >> i & 1 ? NEXT_NONE : next_in(&t, w->names[i], w->hash[i], &s);
+        if (r == NEXT_NONE) continue;
+        w->settled |= (uint64_t)1 << i;
+        if (r == NEXT_FOUND) w->out[i] = (void *)(info->dlpi_addr + s->st_value), w->found++;
+    }
+    /* Past the C library come only objects opened later: RTLD_NEXT sees those
+     * opened RTLD_GLOBAL and not the others, which the list does not say. */
+    return libc || w->settled == (w->n == 64 ? UINT64_MAX : ((uint64_t)1 << w->n) - 1);
+}
+
+DSP_STARTUP_TEXT static size_t walk_all(const char *const *names, void **out, size_t n,
+                                        int from_head) {
+    for (size_t i = 0; i < n; i++) out[i] = NULL;
+    if (n > 64) return 0;
+    struct next_walk w = {names,
+                          out,
+                          n,
+                          0,
+                          {0},
+                          0,
+                          (uintptr_t)dsp_sym_next_all,
+                          (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+                          from_head};
+    for (size_t i = 0; i < n; i++) w.hash[i] = gnu_hash(names[i]);
+    dl_iterate_phdr(next_object, &w);
+    return w.found;
+}
+
+DSP_STARTUP_TEXT size_t dsp_sym_next_all(const char *const *names, void **out, size_t n) {
+    return walk_all(names, out, n, 0);
+}
+
+DSP_STARTUP_TEXT size_t dsp_sym_first_all(const char *const *names, void **out, size_t n) {
+    return walk_all(names, out, n, 1);
+}
+
+DSP_STARTUP_TEXT static void *glibc_dlsym(void *h, const char *name) {
     void *fn = __atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE);
     if (!fn) dsp_glibc_resolve(), fn = __atomic_load_n(&dsp_glibc_dlsym_ptr, __ATOMIC_ACQUIRE);
     return fn ? ((void *(*)(void *, const char *))fn)(h, name) : NULL;
@@ -162,7 +293,7 @@ static void *glibc_dlvsym(void *h, const char *name, const char *version) {
     return fn ? ((void *(*)(void *, const char *, const char *))fn)(h, name, version) : NULL;
 }
 
-void *dsp_real_dlsym(void *handle, const char *name) {
+DSP_STARTUP_TEXT void *dsp_real_dlsym(void *handle, const char *name) {
     return glibc_dlsym(handle, name);
 }
 

@@ -27,11 +27,21 @@ void dsp_glibc_resolve(void);
  * NULL if not found. */
 void *dsp_libc_sym(const char *name);
 
+/* 1 when address a lies in one of the object's loaded segments. */
+static inline int dsp_phdr_holds(const struct dl_phdr_info *info, uintptr_t a) {
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz) return 1;
+    }
+    return 0;
+}
+
 /* A loaded object's dynamic symbol tables, read once for several lookups. */
 struct dsp_elf_tables {
     const ElfW(Sym) * symtab;
     const char *strtab;
     const uint32_t *gnu_hash, *sysv_hash;
+    const ElfW(Half) * versym; /* each symbol's version index, or NULL */
 };
 /* Those of the object loaded at base with dynamic section `dynamic`: 1 and
  * *t, or 0. */
@@ -44,6 +54,22 @@ int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name);
 static inline uintptr_t dsp_dyn_ptr(uintptr_t p, uintptr_t base) {
     return p < base ? base + p : p;
 }
+
+/* The next definitions after this library of the n (at most 64) functions
+ * of names, in one walk of the loaded objects' symbol tables, the C library's
+ * included (issue 29: a dlsym(RTLD_NEXT) each cost the constructor 0.2 µs,
+ * 41 of them). out[i] gets what dlsym(RTLD_NEXT, names[i]) would answer, read
+ * as glibc reads the tables: the first object that defines the name, its
+ * unversioned or default-version definition. out[i] stays NULL where dlsym
+ * must be asked: a name none of those objects defines (one loaded later, a
+ * library opened RTLD_LOCAL, which RTLD_NEXT does not see either), or whose
+ * first definition is not a plain function (an IFUNC, whose resolver dlsym
+ * runs; data; several default versions), or behind an object without a GNU
+ * hash table. Returns how many were found. */
+size_t dsp_sym_next_all(const char *const *names, void **out, size_t n);
+/* The same for what dlsym(RTLD_DEFAULT, names[i]) answers: the walk starts
+ * at the program, this library included. */
+size_t dsp_sym_first_all(const char *const *names, void **out, size_t n);
 
 /* The next definition of `name` after this library: dlsym(RTLD_NEXT), else in
  * a loaded object whose file name starts with `lib_prefix` (such as

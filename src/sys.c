@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-pid_t dsp_loaded_pid;
+DSP_STARTUP_DATA pid_t dsp_loaded_pid;
 static DSP_TLS int in_constructor;
 
 /* Before the library's other constructors (priority), so that they can use it. */
@@ -21,11 +21,11 @@ __attribute__((constructor(101))) static void loaded(void) {
     dsp_loaded_pid = getpid();
 }
 
-void dsp_sys_in_constructor(int on) {
+DSP_STARTUP_TEXT void dsp_sys_in_constructor(int on) {
     in_constructor = on;
 }
 
-pid_t dsp_sys_pid(void) {
+DSP_STARTUP_TEXT pid_t dsp_sys_pid(void) {
     return in_constructor ? dsp_loaded_pid : getpid();
 }
 
