@@ -7,11 +7,13 @@
  * went back to the arena with its pages populated and locked but no longer
  * counted anywhere. */
 #include "manager.h"
+#include "pin.h"
 #include "harness.h"
 #include "helpers.h"
 
 #include <dspreload.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -108,4 +110,30 @@ Test(pin, unmap_and_unlock_refused_stay_counted) {
         memset(p, 1, N);
     }
     atomic_store(&fail_munlock, 0);
+}
+
+static int mappings(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    int n = 0;
+    for (int c; f && (c = fgetc(f)) != EOF;) n += c == '\n';
+    if (f) fclose(f);
+    return n;
+}
+
+/* Regression (issue 29): the threads that populate a large first pin ran on
+ * stacks of glibc's, which its cache kept mapped after they ended: two more
+ * mappings with pages, whose page tables every later fork copied. */
+Test(pin, prefault_threads_leave_no_thread_stack_behind) {
+    size_t len = 128u << 20; /* two slices at least: threads populate it */
+    char *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    cr_assert_neq(p, MAP_FAILED);
+    int before = mappings();
+    cr_assert_eq(dsp_prefault(p, len, 4, NULL), 0);
+    unsigned char v;
+    for (size_t off = 0; off < len; off += len / 4)
+        cr_assert(mincore(p + off, 4096, &v) == 0 && (v & 1), "every slice populated (%zu)", off);
+    int after = mappings();
+    munmap(p, len);
+    cr_assert_eq(after, before, "%d mappings after the populate, %d before", after, before);
 }
