@@ -59,13 +59,21 @@ static void *slice_main(void *arg) {
  * glibc's own would stay in its cache after the thread ends (up to 40 MiB),
  * two more mappings with pages that every later fork of the process copies
  * page tables for (issue 29: a fork with served memory held cost a fifth
- * more with the shim). populate needs little stack; the thread's static TLS
- * is placed in it too, so a program with a very large one gets a thread of
- * glibc's instead (pthread_create refuses the small stack). */
-#define SLICE_STACK ((size_t)256 << 10)
+ * more with the shim). As large as glibc's default, because the thread's
+ * static TLS is placed in it too (ThreadSanitizer's alone is 900 KiB); only
+ * the pages a thread touches are ever allocated. */
+static size_t slice_stack(void) {
+    pthread_attr_t d;
+    size_t len = 0;
+    if (pthread_getattr_default_np(&d) == 0) {
+        pthread_attr_getstacksize(&d, &len);
+        pthread_attr_destroy(&d);
+    }
+    return len >= ((size_t)1 << 20) ? dsp_align_up(len, DSP_PAGE) : (size_t)8 << 20;
+}
 
-static int start_slice(struct slice *s, pthread_attr_t *ap, char *stack) {
-    if (stack && pthread_attr_setstack(ap, stack, SLICE_STACK) == 0 &&
+static int start_slice(struct slice *s, pthread_attr_t *ap, char *stack, size_t stack_len) {
+    if (stack && pthread_attr_setstack(ap, stack, stack_len) == 0 &&
         pthread_create(&s->tid, ap, slice_main, s) == 0)
         return 1;
     pthread_attr_t plain;
@@ -97,12 +105,12 @@ int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus) {
     pthread_attr_t attr;
     int have_attr = pthread_attr_init(&attr) == 0;
     if (have_attr && cpus) pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
-    size_t stacks_len = (size_t)(n - 1) * SLICE_STACK;
+    size_t one = slice_stack(), stacks_len = (size_t)(n - 1) * one;
     char *stacks = mmap(NULL, stacks_len, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (stacks == MAP_FAILED) stacks = NULL;
     for (int i = 1; i < n && have_attr; i++)
-        sl[i].started = start_slice(&sl[i], &attr, stacks ? stacks + (i - 1) * SLICE_STACK : NULL);
+        sl[i].started = start_slice(&sl[i], &attr, stacks ? stacks + (i - 1) * one : NULL, one);
     if (have_attr) pthread_attr_destroy(&attr);
     slice_main(&sl[0]);
     int rc = sl[0].rc;
