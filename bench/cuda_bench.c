@@ -152,7 +152,10 @@ int main(int argc, char **argv) {
                       "ms", s.f[2][0], s.f[2][1], s.f[2][2], quick ? QUICK_FORKS : FORKS, 0);
     schema_baseline(f, "the test double without the shim (shared memory, as the driver's)",
                     w.f[2][0], w.f[2][1], w.f[2][2]);
-    schema_goal(f, "ratio >= 0.67"); /* within 1.5x (issue 13) */
+    /* Within 1.5x (issue 13). What the shim adds is the kernel's copy of its
+     * own mappings (about ten; docs/cuda.md, "Keeping the promises the real
+     * calls make"): 1.2x on the development VM. */
+    schema_goal(f, "ratio >= 0.67");
     f = schema_figure("cuda.first_pin.1GiB", "first pin of 1 GiB served by cudaHostAlloc", "ms",
                       s.f[3][0] * 1e3, s.f[3][1] * 1e3, s.f[3][2] * 1e3, s.reps, 0);
     schema_baseline(f, "the test double's cudaHostAlloc (shared memory, FOLL_PIN)", w.f[3][0] * 1e3,
