@@ -31,6 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Forks timed per side (see measure). */
+enum { FORKS = 201, QUICK_FORKS = 51 };
+
 static void *idle(void *arg) {
     pause();
     return arg;
@@ -65,14 +68,19 @@ static int measure(int quick) {
      * always has the driver's threads, and the double alone would leave the
      * baseline single-threaded, where glibc's fork skips its own malloc and
      * stdio locks (three page faults fewer, each a visible part of a
-     * fork's time; issue 13). */
+     * fork's time; issue 13). Many forks, each well under a millisecond: a
+     * fork's time swings with what the other CPU runs (whether the child
+     * starts beside the parent or preempts it, its exit then counted in the
+     * parent's fork), so a median of 15 moved the ratio from 0.62 to 0.98
+     * between two runs on a loaded machine (issue 29). */
     pthread_t idler;
     if (pthread_create(&idler, NULL, idle, NULL) != 0) return 1;
     size_t flen = (size_t)(quick ? 256 : 2048) << 20;
-    double fk[32];
+    int forks = quick ? QUICK_FORKS : FORKS;
+    double fk[FORKS];
     if (cudaHostAlloc(&p, flen, 0)) return 1;
     memset(p, 7, flen);
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < forks; r++) {
         double t = now();
         pid_t pid = fork();
         if (pid == 0) _exit(0);
@@ -100,7 +108,7 @@ static int measure(int quick) {
         free(p);
     }
     double *v[5] = {cyc, pt, fk, first, pm};
-    int n[5] = {reps, reps, reps, fr, fr};
+    int n[5] = {reps, reps, forks, fr, fr};
     bench_emit_n(v, n, 5, reps);
     return 0;
 }
@@ -141,10 +149,13 @@ int main(int argc, char **argv) {
     f = schema_figure(quick ? "cuda.fork.256MiB" : "cuda.fork.2GiB",
                       quick ? "fork with 256 MiB of cudaHostAlloc memory"
                             : "fork with 2 GiB of cudaHostAlloc memory",
-                      "ms", s.f[2][0], s.f[2][1], s.f[2][2], s.reps, 0);
+                      "ms", s.f[2][0], s.f[2][1], s.f[2][2], quick ? QUICK_FORKS : FORKS, 0);
     schema_baseline(f, "the test double without the shim (shared memory, as the driver's)",
                     w.f[2][0], w.f[2][1], w.f[2][2]);
-    schema_goal(f, "ratio >= 0.67"); /* within 1.5x (issue 13) */
+    /* Within 1.5x (issue 13). What the shim adds is the kernel's copy of its
+     * own mappings (about ten; docs/cuda.md, "Keeping the promises the real
+     * calls make"): 1.2x on the development VM. */
+    schema_goal(f, "ratio >= 0.67");
     f = schema_figure("cuda.first_pin.1GiB", "first pin of 1 GiB served by cudaHostAlloc", "ms",
                       s.f[3][0] * 1e3, s.f[3][1] * 1e3, s.f[3][2] * 1e3, s.reps, 0);
     schema_baseline(f, "the test double's cudaHostAlloc (shared memory, FOLL_PIN)", w.f[3][0] * 1e3,

@@ -4,11 +4,22 @@
 #include "reentry.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-DSP_STARTUP_DATA struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(512))) = {
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
+/* All zero, as the wiped page of a child (fork.h): glibc's
+ * PTHREAD_MUTEX_INITIALIZER is. In .bss, its own page, which start-up never
+ * writes (dsp_fork_register): a page first written costs a fault (issue 29). */
+struct dsp_fork_locks dsp_fork_locks __attribute__((aligned(DSP_FORK_LOCKS_PAGE))) = {
     .fork = PTHREAD_MUTEX_INITIALIZER,
     .slot = {[0 ... DSP_FORK_SLOTS - 1] = PTHREAD_MUTEX_INITIALIZER}};
-_Static_assert(sizeof(struct dsp_fork_locks) <= 512, "the fork locks fit their alignment");
+_Static_assert(sizeof(struct dsp_fork_locks) == DSP_FORK_LOCKS_PAGE, "the fork locks are a page");
+static int wipe_tried; /* the page's advice asked for (fork.h) */
 /* Held from prepare to parent or child: a slot filled meanwhile waits, so the
  * child handlers a fork runs are those of the slots it saw. */
 #define fork_mu (dsp_fork_locks.fork)
@@ -25,6 +36,13 @@ static void init_locks(void) {
 }
 
 DSP_STARTUP_TEXT void dsp_fork_register(enum dsp_fork_slot slot, void (*child)(void)) {
+    /* With one thread no fork can be in progress: the constructor's
+     * registrations leave the locks' page untouched (its first write would
+     * be one more page fault in every process's start-up, issue 29). */
+    if (dsp_single_threaded()) {
+        children[slot] = child;
+        return;
+    }
     pthread_mutex_lock(&fork_mu);
     children[slot] = child;
     pthread_mutex_unlock(&fork_mu);
@@ -36,6 +54,14 @@ static void prepare(void) {
     int none = dsp_single_threaded() && dsp_in_manager == 0;
     if (unlocked != none) unlocked = none;
     if (none) return;
+    if (!wipe_tried) {
+        /* Once a process, at its first fork that takes the locks: a process
+         * that never forks threaded makes no system call for it. Only where
+         * the object is exactly a page: a larger page would wipe neighbours. */
+        wipe_tried = 1;
+        if (getpagesize() == DSP_FORK_LOCKS_PAGE)
+            syscall(SYS_madvise, &dsp_fork_locks, DSP_FORK_LOCKS_PAGE, MADV_WIPEONFORK);
+    }
     pthread_mutex_lock(&fork_mu);
     atomic_store_explicit(&dsp_fork_locks.owner, (uintptr_t)pthread_self(), memory_order_relaxed);
     for (int i = 0; i < DSP_FORK_SLOTS; i++) pthread_mutex_lock(&dsp_fork_locks.slot[i]);

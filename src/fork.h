@@ -39,8 +39,9 @@ enum dsp_fork_slot {
  *   layer. The child's handlers run all the same. (A signal handler that
  *   forks while its thread is inside an uncounted I/O table lock then gets a
  *   child whose I/O tables may be half updated; before, that fork deadlocked.)
- * - otherwise every lock is in one object that never crosses a page
- *   (struct dsp_fork_locks), taken with plain pthread calls, not dsp_lock,
+ * - otherwise every lock is in one page that the fork leaves out of the
+ *   parent's copy-on-write (struct dsp_fork_locks), taken with plain
+ *   pthread calls, not dsp_lock,
  *   which would count in a thread-local the parent then writes back. The
  *   forking thread is recorded in the same object instead (owner), so that
  *   whatever runs on it meanwhile (a signal handler, another library's fork
@@ -51,17 +52,29 @@ enum dsp_fork_slot {
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* Every lock the prepare handler takes, in one object aligned to its size
- * rounded up (512 bytes), so that it never crosses a page: the parent's
- * unlocks after fork(2) then write one page the fork made copy-on-write, not
- * one per layer (test fork_writes_one_page). A layer names its slot with a
- * macro of its own (tab_mu, wmutex, ...). */
+/* Every lock the prepare handler takes, in one object of a page of its own
+ * (4 KiB, aligned to it). The first fork that takes them marks that page
+ * MADV_WIPEONFORK: the kernel then neither copies it nor makes it
+ * copy-on-write, so the parent's unlocks after fork(2) write no page the fork
+ * write-protected (a fault and a page copy at every fork of a threaded
+ * process, 1 of the 16 us a fork with the shim took more than without; issue
+ * 29; test fork_writes_one_page), and every child, of fork, _Fork or clone,
+ * finds all of them zero, which is each unlocked (PTHREAD_MUTEX_INITIALIZER)
+ * with no owner. Where the page is not 4 KiB or the kernel refuses the
+ * advice, the page is copy-on-write as any other: one fault a fork. A layer
+ * names its slot with a macro of its own (tab_mu, wmutex, ...). */
+#define DSP_FORK_LOCKS_PAGE 4096
 struct dsp_fork_locks {
-    pthread_mutex_t fork;                 /* fork_mu: the slots themselves (fork.c) */
-    pthread_mutex_t slot[DSP_FORK_SLOTS]; /* each layer's, as enum dsp_fork_slot names it */
-    /* The thread between prepare and parent (pthread_self), else 0: it holds
-     * every lock above, so it must not take one (dsp_reentered). */
-    _Atomic uintptr_t owner;
+    union {
+        struct {
+            pthread_mutex_t fork;                 /* fork_mu: the slots themselves (fork.c) */
+            pthread_mutex_t slot[DSP_FORK_SLOTS]; /* each layer's, as enum dsp_fork_slot names it */
+            /* The thread between prepare and parent (pthread_self), else 0: it
+             * holds every lock above, so it must not take one (dsp_reentered). */
+            _Atomic uintptr_t owner;
+        };
+        char page[DSP_FORK_LOCKS_PAGE]; /* nothing else of ours is wiped with them */
+    };
 };
 extern struct dsp_fork_locks dsp_fork_locks;
 
@@ -72,7 +85,9 @@ void dsp_fork_install(void);
 /* The child handler of a layer's slot (again the same: a no-op): it resets
  * the layer in a fork child, after fork.c re-initialised every lock. NULL:
  * the lock is all the layer keeps. After dsp_fork_install, with no lock of
- * ours held; a registration waits for a fork in progress (fork_mu). */
+ * ours held; a registration waits for a fork in progress (fork_mu), except
+ * with one thread, where none can be (start-up leaves the locks' page
+ * unwritten: test startup_leaves_the_fork_locks_page_unwritten). */
 void dsp_fork_register(enum dsp_fork_slot slot, void (*child)(void));
 
 #endif

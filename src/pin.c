@@ -117,6 +117,37 @@ static void *slice_main(void *arg) {
     return NULL;
 }
 
+/* Each helper thread's stack: ours, unmapped once it is joined. A stack of
+ * glibc's own would stay in its cache after the thread ends (up to 40 MiB),
+ * two more mappings with pages that every later fork of the process copies
+ * page tables for (issue 29: a fork with served memory held cost a fifth
+ * more with the shim). As large as glibc's default, because the thread's
+ * static TLS is placed in it too (ThreadSanitizer's alone is 900 KiB); only
+ * the pages a thread touches are ever allocated. */
+static size_t slice_stack(void) {
+    pthread_attr_t d;
+    size_t len = 0;
+    if (pthread_getattr_default_np(&d) == 0) {
+        pthread_attr_getstacksize(&d, &len);
+        pthread_attr_destroy(&d);
+    }
+    return len >= ((size_t)1 << 20) ? dsp_align_up(len, DSP_PAGE) : (size_t)8 << 20;
+}
+
+static int start_slice(struct slice *s, pthread_attr_t *ap, char *stack, size_t stack_len) {
+    if (stack && pthread_attr_setstack(ap, stack, stack_len) == 0 &&
+        pthread_create(&s->tid, ap, slice_main, s) == 0)
+        return 1;
+    pthread_attr_t plain;
+    if (pthread_attr_init(&plain) != 0) return 0;
+    cpu_set_t cpus;
+    int ok = (pthread_attr_getaffinity_np(ap, sizeof cpus, &cpus) != 0 ||
+              pthread_attr_setaffinity_np(&plain, sizeof cpus, &cpus) == 0) &&
+             pthread_create(&s->tid, &plain, slice_main, s) == 0;
+    pthread_attr_destroy(&plain);
+    return ok;
+}
+
 static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) {
     char *base = f->base;
     size_t len = f->len;
@@ -136,17 +167,16 @@ static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) 
     /* The caller works on slice 0 while the others run: on the CPUs of the
      * block's node when it was placed (issue 33: each zeroes its pages in
      * local memory). */
-    pthread_attr_t attr, *ap = NULL;
-    if (cpus && pthread_attr_init(&attr) == 0) {
-        ap = &attr;
-        if (pthread_attr_setaffinity_np(ap, sizeof *cpus, cpus) != 0) {
-            pthread_attr_destroy(ap);
-            ap = NULL;
-        }
-    }
-    for (int i = 1; i < n; i++)
-        sl[i].started = pthread_create(&sl[i].tid, ap, slice_main, &sl[i]) == 0;
-    if (ap) pthread_attr_destroy(ap);
+    pthread_attr_t attr;
+    int have_attr = pthread_attr_init(&attr) == 0;
+    if (have_attr && cpus) pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
+    size_t one = slice_stack(), stacks_len = (size_t)(n - 1) * one;
+    char *stacks = mmap(NULL, stacks_len, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (stacks == MAP_FAILED) stacks = NULL;
+    for (int i = 1; i < n && have_attr; i++)
+        sl[i].started = start_slice(&sl[i], &attr, stacks ? stacks + (i - 1) * one : NULL, one);
+    if (have_attr) pthread_attr_destroy(&attr);
     slice_main(&sl[0]);
     int rc = sl[0].rc;
     for (int i = 1; i < n; i++) {
@@ -156,6 +186,7 @@ static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) 
             slice_main(&sl[i]); /* no thread to be had: do it here */
         if (sl[i].rc) rc = sl[i].rc;
     }
+    if (stacks) munmap(stacks, stacks_len); /* every thread on them is joined */
     return rc;
 }
 

@@ -41,7 +41,7 @@ if [ -z "$fini" ] || [ "$(window $((fini)))" != "$(window $((0x$ctor)))" ]; then
   echo "DT_FINI ($fini) not in the constructor's 64 KiB window (0x$ctor)"
   fail=1
 fi
-for v in handler children installed loaded_before dsp_fork_locks real_sigaction_ptr real_close_ptr; do
+for v in handler children installed loaded_before real_sigaction_ptr real_close_ptr; do
   a=$(nm "$lib" | awk -v v="$v" '$3 == v { print $1; exit }')
   [ -n "$a" ] && [ $((0x$a)) -ge "$data_lo" ] && [ $((0x$a)) -lt "$data_hi" ] ||
     { echo "$v: not in .data"; fail=1; }

@@ -7,11 +7,14 @@
  * went back to the arena with its pages populated and locked but no longer
  * counted anywhere. */
 #include "manager.h"
+#include "pin.h"
 #include "harness.h"
 #include "helpers.h"
 
 #include <dspreload.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -108,4 +111,48 @@ Test(pin, unmap_and_unlock_refused_stay_counted) {
         memset(p, 1, N);
     }
     atomic_store(&fail_munlock, 0);
+}
+
+/* The mappings that look like a thread stack of glibc's: a one-page guard
+ * (PROT_NONE) with a read-write mapping right above it. (Counting every
+ * mapping would count ThreadSanitizer's own, kept for each thread.) */
+static int stacks(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512], prot[8];
+    unsigned long lo, hi, guard_end = 0;
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, prot) == 3) {
+            if (lo == guard_end && !strcmp(prot, "rw-p")) n++;
+            guard_end = hi - lo == 4096 && !strcmp(prot, "---p") ? hi : 0;
+        }
+    if (f) fclose(f);
+    return n;
+}
+
+static void *nothing(void *arg) {
+    return arg;
+}
+
+/* Regression (issue 29): the threads that populate a large first pin ran on
+ * stacks of glibc's, which its cache kept mapped after they ended: two more
+ * mappings with pages, whose page tables every later fork copied. */
+Test(pin, prefault_threads_leave_no_thread_stack_behind) {
+    size_t len = 128u << 20; /* two slices at least: threads populate it */
+    char *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    cr_assert_neq(p, MAP_FAILED);
+    /* A thread first: what the first thread brings (ThreadSanitizer's own
+     * thread) is there before the count. */
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, nothing, NULL), 0);
+    pthread_join(t, NULL);
+    int before = stacks();
+    cr_assert_eq(dsp_prefault(p, len, 4, NULL, NULL), 0);
+    unsigned char v;
+    for (size_t off = 0; off < len; off += len / 4)
+        cr_assert(mincore(p + off, 4096, &v) == 0 && (v & 1), "every slice populated (%zu)", off);
+    int after = stacks();
+    munmap(p, len);
+    cr_assert_eq(after, before, "%d thread stacks after the populate, %d before", after, before);
 }
