@@ -358,9 +358,8 @@ int main(int argc, char **argv) {
         a[4][r] = run_child("large", quick, pooled);
         best_of_abba("churn", quick, off, none, &a[CHURN][r], &b[CHURN][r]);
         a[STARTUP_PY][r] = b[STARTUP_PY][r] = 1;
-        if (have_python &&
-            startup(py_argv, lib, quick ? 40 : 100, &a[STARTUP_PY][r], &b[STARTUP_PY][r],
-                    &py_cpu[0], &py_cpu[1]))
+        if (have_python && startup(py_argv, lib, quick ? 40 : 100, &a[STARTUP_PY][r],
+                                   &b[STARTUP_PY][r], &py_cpu[0], &py_cpu[1]))
             a[STARTUP_PY][r] = -1;
         for (int i = 2 * r; i < 2 * r + 2; i++) {
             a[PYDICT][i] = b[PYDICT][i] = a[PYDICT_MALLOC][i] = b[PYDICT_MALLOC][i] = 1;

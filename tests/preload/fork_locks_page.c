@@ -60,7 +60,8 @@ int main(int argc, char **argv) {
     printf("fork locks' page resident: at main %d, after a threaded fork %d\n", at_start,
            after_fork);
     if (at_start != 0 || after_fork != 1) {
-        fprintf(stderr, "FAIL: start-up must leave the page unwritten; a threaded fork writes it\n");
+        fprintf(stderr,
+                "FAIL: start-up must leave the page unwritten; a threaded fork writes it\n");
         return 1;
     }
     return 0;
