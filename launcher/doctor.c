@@ -172,8 +172,9 @@ static void check_thp(void) {
     if ((strstr(mode, "[always]") || strstr(mode, "[madvise]")) && dsp_page_reporting("/sys"))
         line("OK", "transparent hugepages",
              "%s, but this VM reports free pages to its host (virtio free page reporting), "
-             "where huge pages of reported memory pin slower: a large block turns to small "
-             "pages at its first slow huge pages (DSP_HUGEPAGES=always keeps huge ones)",
+             "where huge pages of reported memory pin slower: blocks get small pages, but "
+             "for huge pages the process gave back moments before (DSP_HUGEPAGES=always "
+             "keeps huge ones)",
              mode);
     else if (strstr(mode, "[always]") || strstr(mode, "[madvise]"))
         line("OK", "transparent hugepages", "%s: large blocks pin several times faster", mode);

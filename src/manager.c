@@ -240,18 +240,31 @@ static int settle_new(struct dsp_manager *m, struct dsp_span *s, size_t len, siz
     return 0;
 }
 
+/* The kernel reports a free huge page to the host about 2 s after it was
+ * freed (PAGE_REPORTING_DELAY): huge pages given back more lately are still
+ * the guest's. */
+#define HUGE_WARM_NS 2000000000ull
+
 /* Under mu: a new block's pages, for dsp_pin_populate_lock: 1 huge (2 MiB
  * alignment, MADV_HUGEPAGE), 0 the kernel's default, -1 small pages
  * (MADV_NOHUGEPAGE). By the block's size: a chunk of small blocks is small
  * pages, like them (a huge-page chunk populates several times slower:
- * docs/memory.md, "Small blocks come from chunks"; issue 12). Under auto a
- * large block whose huge pages populate slower than small ones would (a VM
- * whose host takes free memory back, issue 29) turns to small pages while it
- * is populated (pin.c, populate_part). */
+ * docs/memory.md, "Small blocks come from chunks"; issue 12). Under auto, on
+ * a VM whose host takes free pages back (issue 29), the guest's free huge
+ * pages are the host's until touched, 4-8x slower to populate than small
+ * pages: small pages, unless this process gave huge pages back in the last
+ * HUGE_WARM_NS. A block of huge pages that still populate slower than small
+ * ones would turns to small pages while it is populated (pin.c,
+ * populate_part). */
 static int page_kind(struct dsp_manager *m, size_t len) {
     if (m->huge_mode == DSP_HUGEPAGES_ALWAYS) return 1;
     if (m->huge_mode == DSP_HUGEPAGES_NEVER) return -1;
-    return len >= DSP_HUGE_PAGE;
+    if (len < DSP_HUGE_PAGE) return 0;
+    if (dsp_host_takes_free_pages()) {
+        uint64_t back = atomic_load_explicit(&m->huge_back_ns, memory_order_relaxed);
+        if (!back || dsp_sys_mono_ns() - back > HUGE_WARM_NS) return -1;
+    }
+    return 1;
 }
 
 /* Under mu, which it drops while the pages are populated and locked: a newly

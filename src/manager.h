@@ -51,6 +51,10 @@ struct dsp_manager {
     size_t budget, cap, pool_max, arena_size;
     size_t auto_cap; /* cap's auto value, whatever DSP_MAX_PINNED says (node.c) */
     int huge_mode, prefault_threads;
+    /* CLOCK_MONOTONIC ns when a block of huge pages last went back to the
+     * kernel (pin.c, dsp_pin_drop), else 0: on a VM whose host takes free
+     * pages back, those are the huge pages still at hand (page_kind). */
+    _Atomic uint64_t huge_back_ns;
     /* Beside the other fields the constructor writes (issue 29: one page of
      * this large structure touched at start-up, not two). */
     struct dsp_slab spans;

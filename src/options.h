@@ -75,11 +75,12 @@ DSP_OPTION(NODE_WAIT, MSEC, SECURE_IGNORED, "300", "milliseconds, 0 to 60000",
     X(HUGEPAGES, AUTO, auto) X(HUGEPAGES, ALWAYS, always) X(HUGEPAGES, NEVER, never)
 DSP_CHOICE(HUGEPAGES, SECURE_OFF, "auto",
            "Transparent huge pages for pinned blocks: auto asks for them (madvise) on "
-           "blocks of 2 MiB and more, and times each huge page as it is populated: the "
-           "first one slower than small pages would be (a VM whose host took the free "
-           "memory back) turns the rest of that block to small pages; always asks on "
-           "every block, however slow; never forbids them. Large blocks pin several "
-           "times faster where they pay.")
+           "blocks of 2 MiB and more, except on a VM whose host takes free pages back "
+           "(virtio free page reporting) where only huge pages this process gave back in "
+           "the last 2 s are asked for; a block that asks is timed as it is populated and "
+           "turns to small pages once its huge pages cost more than small ones would; "
+           "always asks on every block, however slow; never forbids them. Large blocks "
+           "pin several times faster where they pay.")
 DSP_OPTION(PREFAULT_THREADS, INT, SECURE_IGNORED, "0", "0 (auto) or 1-64",
            "Threads that populate a large new block before it is locked. auto uses up "
            "to 8, one per 64 MiB of the block, at most one per CPU.")

@@ -46,30 +46,39 @@ static int populate(char *base, size_t len) {
 /* Huge pages pay only where the free memory they are made of is at hand
  * (issue 29; docs/design.md, "Huge pages only where they pay"). On a VM whose
  * balloon reports free pages to the host, the first touch of a reported free
- * 2 MiB page faults in the host: 2-5 ms of CPU time per huge page here,
+ * 2 MiB page faults in the host: 2-6 ms of CPU time per huge page here,
  * against about 0.6 ms for 2 MiB of small pages and 0.05-0.15 ms for a huge
- * page the guest freed lately. So a block under DSP_HUGEPAGES=auto is
- * populated in WATCH_CHUNK pieces, each timed in the thread's CPU time (the
- * host's fault stalls the vCPU inside the system call and counts there, where
- * another process's turn on the CPU does not): a piece slower than small
- * pages would be (HUGE_SLOW_NS per 2 MiB, a little under the small pages'
- * 0.6 ms, five times the warm huge page's worst) turns the block to small
- * pages for what is left. Each thread thus pays at most one slow piece per
- * block, and a block of warm memory keeps huge pages' speed. A turned block
- * does not turn back, though warm and cold stretches of free memory
- * interleave: each turn would be one more map. The piece is one
- * huge page: a slow one costs 2-5 ms, and the timing (two clock reads a
- * piece) 1-2% of populating warm huge pages (48.2 against 49 ms a GiB). */
+ * page the guest freed lately. There the manager asks for huge pages only
+ * when it gave some back lately (manager.c, page_kind); wherever it asks,
+ * the block is populated in WATCH_CHUNK pieces, each timed in the thread's
+ * CPU time (the host's fault stalls the vCPU inside the system call and
+ * counts there, where another process's turn on the CPU does not), and the
+ * block keeps an account: each piece earns what small pages would have cost
+ * (HUGE_PAYS_NS per 2 MiB, a little under the small pages' 0.6 ms) less what
+ * it took. The block starts with slack() in credit; when the account falls
+ * below zero, huge pages have cost more than small pages would have, by at
+ * most the slack and one piece a thread, and the block turns to small pages
+ * for what is left. So a block of warm memory with a few cold pages keeps
+ * huge pages' speed, and a cold one loses a sixteenth. A turned block does
+ * not turn back: each turn would be one more map. The timing (two clock
+ * reads a piece) costs 1-2% of populating warm huge pages. */
 #define WATCH_CHUNK  (2 * DSP_MiB)
-#define HUGE_SLOW_NS 500000u
+#define HUGE_PAYS_NS 500000
+
+/* What a block may lose to slow huge pages before it turns: a sixteenth of
+ * what small pages would take for it (16 ms for 1 GiB). */
+static int64_t slack(size_t len) {
+    return (int64_t)(len / WATCH_CHUNK) * HUGE_PAYS_NS / 16;
+}
 
 /* The block being populated, shared by its threads. */
 struct fill {
     char *base;
     size_t len;
-    int watch;           /* huge pages asked under auto: time them */
-    _Atomic int claimed; /* a thread found them slow and turns the block */
-    _Atomic int small;   /* turned: faults from here on get small pages */
+    int watch;              /* huge pages asked under auto: time them */
+    _Atomic int64_t credit; /* ns huge pages saved so far, from slack() */
+    _Atomic int claimed;    /* a thread found them slow and turns the block */
+    _Atomic int small;      /* turned: faults from here on get small pages */
 };
 
 /* The whole block at once, whichever thread found it slow: MADV_NOHUGEPAGE on
@@ -83,8 +92,8 @@ static void turn_small(struct fill *f) {
     char a[32];
     dsp_once(DSP_LOG_INFO,
              "huge pages populate slower than small pages here (a VM whose host takes free "
-             "memory back?): each new block turns to small pages at its first slow huge page "
-             "(here one of %s; DSP_HUGEPAGES=always keeps huge ones)",
+             "memory back?): a new block turns to small pages once its huge pages have cost "
+             "more than small ones would (here one of %s; DSP_HUGEPAGES=always keeps huge ones)",
              dsp_fmt_bytes(a, sizeof a, f->len));
 }
 
@@ -96,8 +105,9 @@ static int populate_part(struct fill *f, char *base, size_t len) {
         int rc = populate(base + off, n);
         if (rc) return rc;
         off += n;
-        uint64_t spent = dsp_sys_thread_ns() - t;
-        if (off < len && spent * DSP_HUGE_PAGE > (uint64_t)HUGE_SLOW_NS * n) turn_small(f);
+        int64_t gain = (int64_t)((uint64_t)HUGE_PAYS_NS * n / WATCH_CHUNK) -
+                       (int64_t)(dsp_sys_thread_ns() - t);
+        if (off < len && atomic_fetch_add(&f->credit, gain) + gain < 0) turn_small(f);
     }
     return off < len ? populate(base + off, len - off) : 0;
 }
@@ -191,7 +201,7 @@ static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) 
 }
 
 int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus, int *huge) {
-    struct fill f = {.base = base, .len = len, .watch = huge && *huge};
+    struct fill f = {.base = base, .len = len, .watch = huge && *huge, .credit = slack(len)};
     int rc = prefault_threads(&f, threads, cpus);
     if (huge && atomic_load(&f.small)) *huge = 0;
     return rc;
@@ -361,6 +371,14 @@ static int drop_maps(const struct dsp_span *s) {
            (s->anext && s->anext->state != DSP_SPAN_VACANT);
 }
 
+/* Under mu, as a span's pages go back to the kernel: huge ones are the
+ * huge pages a VM whose host takes free pages back still has at hand for a
+ * while (manager.c, page_kind). */
+static void give_back(struct dsp_manager *m, struct dsp_span *s) {
+    if (s->huge) atomic_store_explicit(&m->huge_back_ns, dsp_sys_mono_ns(), memory_order_relaxed);
+    s->huge = 0;
+}
+
 int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
     void *base = (void *)s->base;
     int splits = drop_maps(s);
@@ -377,7 +395,7 @@ int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
         if (s->locked) return -ENOMEM;
         dsp_shm_punch(m, s);
         advise(base, s->len, MADV_DONTNEED);
-        s->huge = 0;
+        give_back(m, s);
         return 0;
     }
     /* Mapping PROT_NONE over the range unlocks it and gives its pages back at
@@ -387,7 +405,7 @@ int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
              0) != MAP_FAILED) {
         dsp_arena_unlock_reserved(m, s->base, s->len); /* under the program's MCL_FUTURE */
         s->locked = 0;
-        s->huge = 0;
+        give_back(m, s);
         return 0;
     }
     /* ENOMEM: splitting the mapping would pass vm.max_map_count. Unlocked,
@@ -402,7 +420,7 @@ int dsp_pin_drop(struct dsp_manager *m, struct dsp_span *s) {
     }
     advise(base, s->len, MADV_DONTNEED);
     s->locked = 0;
-    s->huge = 0;
+    give_back(m, s);
     return 0;
 }
 

@@ -76,3 +76,9 @@ int dsp_page_reporting(const char *sysfs) {
     dsp_sys_close(fd);
     return on;
 }
+
+int dsp_host_takes_free_pages(void) {
+    static int asked; /* 1 yes, -1 no: under the manager's mutex */
+    if (!asked) asked = dsp_page_reporting("/sys") ? 1 : -1;
+    return asked > 0;
+}

@@ -43,8 +43,12 @@ static inline size_t dsp_budget_auto(size_t memory) {
 /* 1 when a virtio balloon under sysfs (/sys) reports free pages to the host
  * (VIRTIO_BALLOON_F_REPORTING), else 0: there the first touch of a free huge
  * page faults in the host (docs/design.md, "Huge pages only where they
- * pay"). Asked by doctor, to explain why large blocks turn to small pages
- * there (pin.c times the huge pages themselves). */
+ * pay"). Asked by doctor, to explain why large blocks get small pages there. */
 int dsp_page_reporting(const char *sysfs);
+
+/* dsp_page_reporting("/sys"), asked once (under the manager's mutex): the
+ * manager's question when it chooses a new block's pages (manager.c,
+ * page_kind). A function of its own so that tests can answer it. */
+int dsp_host_takes_free_pages(void);
 
 #endif

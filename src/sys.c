@@ -116,6 +116,12 @@ uint64_t dsp_sys_thread_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+uint64_t dsp_sys_mono_ns(void) {
+    struct timespec t;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) return 0;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 int dsp_sys_page_node(const void *p) {
     int node = -1;
     if (syscall(SYS_get_mempolicy, &node, NULL, 0, p, MPOL_F_NODE_ | MPOL_F_ADDR_) != 0)

@@ -56,5 +56,7 @@ int dsp_sys_page_node(const void *p);
  * the CPU (pin.c). A function of its own so that the unit tests can replace
  * the clock (--wrap) and force a huge page slow. */
 uint64_t dsp_sys_thread_ns(void);
+/* CLOCK_MONOTONIC in ns (the vDSO: no system call). */
+uint64_t dsp_sys_mono_ns(void);
 
 #endif
