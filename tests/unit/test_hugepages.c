@@ -137,13 +137,19 @@ Test(hugepages, populating_threads_turn_the_block_once, .init = threads_first_sl
 static void slow_later(void) {
     atomic_store(&slow_from, 12);
 }
-Test(hugepages, huge_pages_turning_slow_midway_turn_the_rest, .init = slow_later) {
-    size_t len = (64 << 20) + 4096 * 3;
+/* A block of len whose pages are flag ("hg" or "nh"), one map, pinned, data
+ * whole. */
+static void block_is(size_t len, const char *flag) {
     char *p = dsp_alloc(len);
-    cr_assert(has_flag(p, "nh"));
-    cr_assert_eq(maps_over((uintptr_t)p, (uintptr_t)p + len), 1);
+    cr_assert_not_null(p);
+    cr_assert(has_flag(p, flag), "%s", flag);
+    cr_assert_eq(maps_over((uintptr_t)p, (uintptr_t)p + len), 1, "the block stays one map");
     cr_assert(dsp_is_pinned(p, len));
     data_holds(p, len);
+}
+
+Test(hugepages, huge_pages_turning_slow_midway_turn_the_rest, .init = slow_later) {
+    block_is((64 << 20) + 4096 * 3, "nh");
 }
 
 /* Warm and cold stretches of free memory interleave: a cold huge page
@@ -155,21 +161,13 @@ static void one_cold_in_ten(void) {
     atomic_store(&cold_every, 10);
 }
 Test(hugepages, a_few_cold_huge_pages_among_warm_ones_keep_huge_pages, .init = one_cold_in_ten) {
-    size_t len = 64 << 20;
-    char *p = dsp_alloc(len);
-    cr_assert(has_flag(p, "hg"), "one cold page in ten: huge pages still pay");
-    cr_assert_eq(maps_over((uintptr_t)p, (uintptr_t)p + len), 1);
-    data_holds(p, len);
+    block_is(64 << 20, "hg"); /* one cold page in ten: huge pages still pay */
 }
 static void one_cold_in_two(void) {
     atomic_store(&cold_every, 2);
 }
 Test(hugepages, cold_huge_pages_outweighing_warm_ones_turn_the_block, .init = one_cold_in_two) {
-    size_t len = 64 << 20;
-    char *p = dsp_alloc(len);
-    cr_assert(has_flag(p, "nh"), "one cold page in two: small pages would be faster");
-    cr_assert_eq(maps_over((uintptr_t)p, (uintptr_t)p + len), 1);
-    data_holds(p, len);
+    block_is(64 << 20, "nh"); /* one cold page in two: small pages would be faster */
 }
 
 Test(hugepages, each_block_decides_for_itself, .init = first_slow) {
