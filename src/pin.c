@@ -77,6 +77,7 @@ struct fill {
     size_t len;
     int watch;              /* huge pages asked under auto: time them */
     _Atomic int64_t credit; /* ns huge pages saved so far, from slack() */
+    _Atomic size_t next;    /* the offset the next SHARE_CHUNK starts at */
     _Atomic int claimed;    /* a thread found them slow and turns the block */
     _Atomic int small;      /* turned: faults from here on get small pages */
 };
@@ -112,10 +113,15 @@ static int populate_part(struct fill *f, char *base, size_t len) {
     return off < len ? populate(base + off, len - off) : 0;
 }
 
+/* The threads of a block take SHARE_CHUNK pieces of it in turn until none
+ * is left, so that each ends when the block is done: equal slices ended
+ * 5-20% apart (one thread's pages cost more, or it started later), and the
+ * block's first pin waited for the last (issue 29, on 2 CPUs). Huge-page
+ * aligned, so no huge page is split between two threads. */
+#define SHARE_CHUNK (16 * DSP_MiB)
+
 struct slice {
     struct fill *fill;
-    char *base;
-    size_t len;
     int rc;
     pthread_t tid;
     int started;
@@ -123,7 +129,14 @@ struct slice {
 
 static void *slice_main(void *arg) {
     struct slice *s = arg;
-    s->rc = populate_part(s->fill, s->base, s->len);
+    struct fill *f = s->fill;
+    for (;;) {
+        size_t off = atomic_fetch_add_explicit(&f->next, SHARE_CHUNK, memory_order_relaxed);
+        if (off >= f->len) break;
+        size_t n = f->len - off < SHARE_CHUNK ? f->len - off : SHARE_CHUNK;
+        int rc = populate_part(f, f->base + off, n);
+        if (rc) s->rc = rc;
+    }
     return NULL;
 }
 
@@ -165,18 +178,10 @@ static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) 
     if (threads == 1 || len < 2 * PREFAULT_SLICE) return populate_part(f, base, len);
     struct slice sl[64];
     if (threads > 64) threads = 64;
-    size_t chunk = dsp_align_up(len / (size_t)threads, DSP_HUGE_PAGE);
-    int n = 0;
-    for (size_t off = 0; off < len && n < threads; off += chunk, n++) {
-        sl[n].fill = f;
-        sl[n].base = base + off;
-        sl[n].len = len - off < chunk ? len - off : chunk;
-        sl[n].rc = 0;
-        sl[n].started = 0;
-    }
-    /* The caller works on slice 0 while the others run: on the CPUs of the
-     * block's node when it was placed (issue 33: each zeroes its pages in
-     * local memory). */
+    int n = threads;
+    for (int i = 0; i < n; i++) sl[i] = (struct slice){.fill = f};
+    /* The caller works with the others: on the CPUs of the block's node
+     * when it was placed (issue 33: each zeroes its pages in local memory). */
     pthread_attr_t attr;
     int have_attr = pthread_attr_init(&attr) == 0;
     if (have_attr && cpus) pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
@@ -193,7 +198,7 @@ static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) 
         if (sl[i].started)
             pthread_join(sl[i].tid, NULL);
         else
-            slice_main(&sl[i]); /* no thread to be had: do it here */
+            slice_main(&sl[i]); /* no thread to be had: what is left, here */
         if (sl[i].rc) rc = sl[i].rc;
     }
     if (stacks) munmap(stacks, stacks_len); /* every thread on them is joined */
