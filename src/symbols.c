@@ -216,8 +216,7 @@ struct next_walk {
     int past_self;        /* 1 from the start for dsp_sym_first_all */
 };
 
-/* 1 for the C library (by file name). */
-DSP_STARTUP_TEXT static int is_libc(const struct dl_phdr_info *info) {
+DSP_STARTUP_TEXT int dsp_phdr_is_libc(const struct dl_phdr_info *info) {
     const char *base = info->dlpi_name; /* by hand: no lazy binding of strrchr at start-up */
     for (const char *p = base; p && *p; p++)
         if (*p == '/') base = p + 1;
@@ -227,7 +226,7 @@ DSP_STARTUP_TEXT static int is_libc(const struct dl_phdr_info *info) {
 DSP_STARTUP_TEXT static int next_object(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct next_walk *w = arg;
-    int libc = is_libc(info);
+    int libc = dsp_phdr_is_libc(info);
     if (!w->past_self) {
         w->past_self = dsp_phdr_holds(info, w->self);
         /* This library opened after the C library (dlopen): RTLD_NEXT then

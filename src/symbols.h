@@ -27,6 +27,9 @@ void dsp_glibc_resolve(void);
  * NULL if not found. */
 void *dsp_libc_sym(const char *name);
 
+/* 1 for the C library (by file name: libc.so.*). */
+int dsp_phdr_is_libc(const struct dl_phdr_info *info);
+
 /* 1 when address a lies in one of the object's loaded segments. */
 static inline int dsp_phdr_holds(const struct dl_phdr_info *info, uintptr_t a) {
     for (int i = 0; i < info->dlpi_phnum; i++) {
