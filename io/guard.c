@@ -155,13 +155,18 @@ static int iocb_words_fault(void *uc) {
 }
 #endif
 
+/* Only a fault of the instruction that runs is ours to resume or jump out
+ * of (synchronous): a signal that merely lands in a guarded read, sent or an
+ * asynchronous machine-check report (si_code > 0 too), is the program's
+ * (issue 29's review: aio_guard.async_sigbus_during_an_iocb_read_...). */
 static void on_fault(int sig, siginfo_t *info, void *uc) {
+    int ours = synchronous(sig, info);
 #if DSP_GUARD_IOCB_WORDS
-    if (info->si_code > 0 && iocb_words_fault(uc)) return; /* errno untouched */
+    if (ours && iocb_words_fault(uc)) return; /* errno untouched */
 #endif
     int err = errno;
     sigjmp_buf *jmp = __atomic_load_n(&dsp_guard_jmp, __ATOMIC_RELAXED);
-    if (jmp && info->si_code > 0) {
+    if (jmp && ours) {
         __atomic_store_n(&dsp_guard_jmp, NULL, __ATOMIC_RELAXED);
         errno = err;
         siglongjmp(*jmp, 1);
