@@ -74,6 +74,9 @@ static inline int dsp_aio_fast_classify(struct iocb **ios, long n, uint8_t *cls)
      * moment earlier. */
     int any = dsp_reg_count() != 0;
 #if DSP_GUARD_IOCB_WORDS
+    /* The array is checked as the iocb pointers are (io/guard.c): a bad one
+     * is the general path's to answer without a load. */
+    if (!dsp_guard_plausible((uintptr_t)ios, sizeof *ios * (size_t)n)) return 0;
     enum { PART = 16 };
     uint64_t w[4 * PART];
     for (long at = 0; at < n; at += PART) {

@@ -97,8 +97,14 @@ static int chain(int sig, siginfo_t *info, void *uc, int err) {
 /* rdi: ios, rsi: n, rdx: out; rax counts the iocbs read whole. Every load
  * from caller memory lies between iocb_words_loads and iocb_words_done: a
  * fault there resumes at iocb_words_done with rax as it was, the count so
- * far. The stores go to the caller's own stack array. */
-__asm__(".text\n"
+ * far. The stores go to the caller's own stack array. An iocb pointer that
+ * dsp_guard_plausible refuses (NULL, the first 64 KiB, past the user address
+ * space) ends the read unloaded, as the guarded C path did: where the
+ * program replaced our handler, or blocked SIGSEGV unseen, the commonest bad
+ * pointer still gets -EFAULT from the general path instead of a fault
+ * (issue 29's review). iocb_words_limit: the highest p - 64 KiB for which
+ * [p, p + sizeof(struct iocb)) ends by DSP_USER_VA_END. */
+__asm__(".pushsection .text\n"
         ".globl dsp_guard_iocb_words\n"
         ".hidden dsp_guard_iocb_words\n"
         ".type dsp_guard_iocb_words, @function\n"
@@ -108,6 +114,9 @@ __asm__(".text\n"
         "  jle iocb_words_done\n"
         "iocb_words_loads:\n"
         "  movq (%rdi,%rax,8), %rcx\n"
+        "  leaq -65536(%rcx), %r8\n"
+        "  cmpq iocb_words_limit(%rip), %r8\n"
+        "  ja iocb_words_done\n"
         "  movq 16(%rcx), %r8\n"
         "  movq 24(%rcx), %r9\n"
         "  movq 32(%rcx), %r10\n"
@@ -123,7 +132,14 @@ __asm__(".text\n"
         "  jl iocb_words_loads\n"
         "iocb_words_done:\n"
         "  ret\n"
-        ".size dsp_guard_iocb_words, .-dsp_guard_iocb_words\n");
+        ".size dsp_guard_iocb_words, .-dsp_guard_iocb_words\n"
+        ".section .rodata\n"
+        ".p2align 3\n"
+        "iocb_words_limit:\n"
+        "  .quad 0x00fffffffffeffc0\n"
+        ".popsection\n");
+_Static_assert(DSP_USER_VA_END - 65536 - 64 == 0x00fffffffffeffc0,
+               "iocb_words_limit is DSP_USER_VA_END - 64 KiB - sizeof(struct iocb)");
 extern const char iocb_words_loads[] __attribute__((visibility("hidden"))),
     iocb_words_loads_end[] __attribute__((visibility("hidden"))),
     iocb_words_done[] __attribute__((visibility("hidden")));
@@ -139,13 +155,18 @@ static int iocb_words_fault(void *uc) {
 }
 #endif
 
+/* Only a fault of the instruction that runs is ours to resume or jump out
+ * of (synchronous): a signal that merely lands in a guarded read, sent or an
+ * asynchronous machine-check report (si_code > 0 too), is the program's
+ * (issue 29's review: aio_guard.async_sigbus_during_an_iocb_read_...). */
 static void on_fault(int sig, siginfo_t *info, void *uc) {
+    int ours = synchronous(sig, info);
 #if DSP_GUARD_IOCB_WORDS
-    if (info->si_code > 0 && iocb_words_fault(uc)) return; /* errno untouched */
+    if (ours && iocb_words_fault(uc)) return; /* errno untouched */
 #endif
     int err = errno;
     sigjmp_buf *jmp = __atomic_load_n(&dsp_guard_jmp, __ATOMIC_RELAXED);
-    if (jmp && info->si_code > 0) {
+    if (jmp && ours) {
         __atomic_store_n(&dsp_guard_jmp, NULL, __ATOMIC_RELAXED);
         errno = err;
         siglongjmp(*jmp, 1);

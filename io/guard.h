@@ -131,7 +131,8 @@ long dsp_guard_gather(void *dst, const void *const *src, size_t each, long n);
  * nbytes; offset) into out[4 * i ...]. Returns how many iocbs were read
  * whole: fewer than n where a load faults (the fault handler resumes the
  * routine at its exit, by the faulting instruction's address: no jump
- * buffer). Only with dsp_guard_faults_ok set. DSP_GUARD_IOCB_WORDS is 0
+ * buffer) or an iocb pointer fails dsp_guard_plausible (not loaded; the
+ * caller checks the array itself). Only with dsp_guard_faults_ok set. DSP_GUARD_IOCB_WORDS is 0
  * where the routine is not written (not x86-64): callers use DSP_GUARDED. */
 #if defined(__x86_64__)
 #define DSP_GUARD_IOCB_WORDS 1
