@@ -64,8 +64,13 @@ def measure(runs, repeats, pick, pairs=None):
     """runs: {label: (args, lib)}; alternates them `repeats` times; pick 0=IOPS 1=MB/s.
     pairs: (a, b) labels whose run-by-run ratios a/b are returned too, as "a/b"."""
     got = {k: [] for k in runs}
-    for _ in range(repeats):
-        for label, (args, lib) in runs.items():
+    order = list(runs.items())
+    for i in range(repeats):
+        # ABBA: every other round runs them in the reverse order, so that
+        # whatever the run before leaves (page cache, CPU frequency, the
+        # host's scheduling) favours no side (issue 29: in a fixed order the
+        # tmpfs randread pairs ran 0.86-1.12).
+        for label, (args, lib) in (order if i % 2 == 0 else order[::-1]):
             got[label].append(fio(args, {}, lib)[pick])
     out = {k: (statistics.median(v), min(v), max(v)) for k, v in got.items()}
     if pairs:
@@ -134,7 +139,7 @@ def main():
         sys.exit(f"aio_bench: --lib {lib}: no such file")
     dirs = a.dirs.split(",") if a.dirs else (["/dev/shm"] if a.quick else ["/dev/shm", "/var/tmp"])
     runtime = 1 if a.quick else 2
-    repeats = 3 if a.quick else 5
+    repeats = 4 if a.quick else 8
     size = (256 << 20) if a.quick else (1 << 30)
     figures, series = [], {"io_throughput": []}
     t0 = time.time()
