@@ -173,12 +173,9 @@ DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object
 DSP_STARTUP_TEXT static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     unsigned bits = 0;
     struct dsp_elf_tables t;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC &&
-            dsp_elf_tables((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
-                           info->dlpi_addr, &t))
-            for (int k = 0; k < w->n; k++)
-                if (dsp_elf_defines(&t, w->t[k].name)) bits |= 1u << k;
+    if (dsp_phdr_tables(info, &t))
+        for (int k = 0; k < w->n; k++)
+            if (dsp_elf_defines(&t, w->t[k].name)) bits |= 1u << k;
     return bits;
 }
 

@@ -35,7 +35,13 @@ NO_SANITIZE static int same_str(const char *a, const char *b) {
     return *a == *b;
 }
 
-NO_SANITIZE static int has_prefix(const char *s, const char *prefix) {
+/* Whether path's file name starts with prefix; by hand: no lazy binding of
+ * strrchr at start-up. */
+DSP_STARTUP_TEXT NO_SANITIZE static int named(const char *path, const char *prefix) {
+    const char *s = path;
+    for (const char *p = path; p && *p; p++)
+        if (*p == '/') s = p + 1;
+    if (!s) return 0;
     while (*prefix && *s == *prefix) s++, prefix++;
     return !*prefix;
 }
@@ -105,11 +111,7 @@ DSP_STARTUP_TEXT NO_SANITIZE static int tables(const ElfW(Dyn) * dyn, uintptr_t 
  * 1 and *t, else 0. */
 DSP_STARTUP_TEXT NO_SANITIZE static int libc_tables(const struct link_map *l, int libdl,
                                                     struct dsp_elf_tables *t) {
-    const char *base = l->l_name;
-    for (const char *p = l->l_name; p && *p; p++)
-        if (*p == '/') base = p + 1;
-    if (!base || (!has_prefix(base, "libc.so.") && !(libdl && has_prefix(base, "libdl.so."))))
-        return 0;
+    if (!named(l->l_name, "libc.so.") && !(libdl && named(l->l_name, "libdl.so."))) return 0;
     return tables(l->l_ld, l->l_addr, t);
 }
 
@@ -217,10 +219,15 @@ struct next_walk {
 };
 
 DSP_STARTUP_TEXT int dsp_phdr_is_libc(const struct dl_phdr_info *info) {
-    const char *base = info->dlpi_name; /* by hand: no lazy binding of strrchr at start-up */
-    for (const char *p = base; p && *p; p++)
-        if (*p == '/') base = p + 1;
-    return base && has_prefix(base, "libc.so.");
+    return named(info->dlpi_name, "libc.so.");
+}
+
+DSP_STARTUP_TEXT int dsp_phdr_tables(const struct dl_phdr_info *info, struct dsp_elf_tables *t) {
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            return tables((const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                          info->dlpi_addr, t);
+    return 0;
 }
 
 DSP_STARTUP_TEXT static int next_object(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -235,13 +242,9 @@ DSP_STARTUP_TEXT static int next_object(struct dl_phdr_info *info, size_t size, 
     }
     /* The vDSO is in the loader's list but in no lookup scope. */
     if (w->vdso && dsp_phdr_holds(info, w->vdso)) return 0;
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
     struct dsp_elf_tables t;
     /* Without a GNU hash table: dlsym answers whatever is still open. */
-    if (!dyn || !tables(dyn, info->dlpi_addr, &t) || !t.gnu_hash) return 1;
+    if (!dsp_phdr_tables(info, &t) || !t.gnu_hash) return 1;
     for (size_t i = 0; i < w->n; i++) {
         const ElfW(Sym) *s = NULL;
         int r = w->settled >> i & 1 ? NEXT_NONE : next_in(&t, w->names[i], w->hash[i], &s);

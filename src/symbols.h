@@ -49,6 +49,8 @@ struct dsp_elf_tables {
 /* Those of the object loaded at base with dynamic section `dynamic`: 1 and
  * *t, or 0. */
 int dsp_elf_tables(const void *dynamic, uintptr_t base, struct dsp_elf_tables *t);
+/* Those of a loaded object, by its PT_DYNAMIC: 1 and *t, or 0. */
+int dsp_phdr_tables(const struct dl_phdr_info *info, struct dsp_elf_tables *t);
 /* Whether they define function `name` (any version): 1 or 0. */
 int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name);
 /* An address entry of a dynamic section: the loader rewrites most to
