@@ -455,14 +455,11 @@ void dsp_node_wait(void) {
     struct dsp_ledger_map *m = atomic_load(&node_map);
     if (!m) return;
     dsp_stat_add(DSP_ST_node_waits, 1);
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = dsp_sys_mono_ns();
     int saved = errno;
     for (;;) {
         if (dsp_ledger_total(m) + len <= cap_of(m)) break;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-        if (ms >= (long)node.wait_ms) break;
+        if (dsp_sys_mono_ns() - t0 >= (uint64_t)node.wait_ms * 1000000u) break;
         nap(WAIT_STEP_NS);
     }
     errno = saved;

@@ -110,16 +110,18 @@ int dsp_sys_bind_node(void *base, size_t len, int node) {
                                                                                           : -errno;
 }
 
-uint64_t dsp_sys_thread_ns(void) {
+static uint64_t clock_ns(clockid_t c) {
     struct timespec t;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+    if (clock_gettime(c, &t) != 0) return 0;
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+uint64_t dsp_sys_thread_ns(void) {
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
 uint64_t dsp_sys_mono_ns(void) {
-    struct timespec t;
-    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) return 0;
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 int dsp_sys_page_node(const void *p) {
