@@ -78,8 +78,7 @@ struct fill {
     int watch;              /* huge pages asked under auto: time them */
     _Atomic int64_t credit; /* ns huge pages saved so far, from slack() */
     _Atomic size_t next;    /* the offset the next SHARE_CHUNK starts at */
-    _Atomic int claimed;    /* a thread found them slow and turns the block */
-    _Atomic int small;      /* turned: faults from here on get small pages */
+    _Atomic int turned;     /* a thread found them slow and turns the block: time no more */
 };
 
 /* The whole block at once, whichever thread found it slow: MADV_NOHUGEPAGE on
@@ -87,9 +86,8 @@ struct fill {
  * (tests/unit/test_hugepages.c counts them). The huge pages already in place
  * stay; the faults after it get small ones. */
 static void turn_small(struct fill *f) {
-    if (atomic_exchange(&f->claimed, 1)) return; /* another thread does it */
+    if (atomic_exchange(&f->turned, 1)) return; /* another thread does it */
     advise(f->base, f->len, MADV_NOHUGEPAGE);
-    atomic_store_explicit(&f->small, 1, memory_order_release);
     char a[32];
     dsp_once(DSP_LOG_INFO,
              "huge pages populate slower than small pages here (a VM whose host takes free "
@@ -100,7 +98,7 @@ static void turn_small(struct fill *f) {
 
 static int populate_part(struct fill *f, char *base, size_t len) {
     size_t off = 0;
-    while (f->watch && off < len && !atomic_load_explicit(&f->small, memory_order_acquire)) {
+    while (f->watch && off < len && !atomic_load_explicit(&f->turned, memory_order_relaxed)) {
         size_t n = len - off < WATCH_CHUNK ? len - off : WATCH_CHUNK;
         uint64_t t = dsp_sys_thread_ns();
         int rc = populate(base + off, n);
@@ -208,7 +206,7 @@ static int prefault_threads(struct fill *f, int threads, const cpu_set_t *cpus) 
 int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus, int *huge) {
     struct fill f = {.base = base, .len = len, .watch = huge && *huge, .credit = slack(len)};
     int rc = prefault_threads(&f, threads, cpus);
-    if (huge && atomic_load(&f.small)) *huge = 0;
+    if (huge && atomic_load(&f.turned)) *huge = 0; /* its threads joined: the advice is in */
     return rc;
 }
 
