@@ -384,15 +384,18 @@ static inline int is_pow2(size_t a) {
 
 /* --- the interposed family --------------------------------------------------- */
 
+/* The four glibc's own start-up calls (locale and stdio set-up reach them
+ * through libc's slots, which keep the hooks) lie with the constructor's code
+ * (DSP_STARTUP_TEXT): elsewhere they cost every process a page fault. */
 #define CALLER() __builtin_return_address(0)
 #define SLOW(n)  DSP_UNLIKELY((n) >= atomic_load_explicit(&gate, memory_order_relaxed))
 
-DSP_API void *malloc(size_t n) {
+DSP_STARTUP_TEXT DSP_API void *malloc(size_t n) {
     if (DSP_LIKELY(n < atomic_load_explicit(&gate, memory_order_relaxed))) return __libc_malloc(n);
     return malloc_slow(n, CALLER());
 }
 
-DSP_API void free(void *p) {
+DSP_STARTUP_TEXT DSP_API void free(void *p) {
     if (DSP_LIKELY(!dsp_in_arena(p))) {
         __libc_free(p); /* preserves errno itself */
         return;
@@ -400,7 +403,7 @@ DSP_API void free(void *p) {
     hinted_free(p);
 }
 
-DSP_API void *calloc(size_t m, size_t s) {
+DSP_STARTUP_TEXT DSP_API void *calloc(size_t m, size_t s) {
     /* The product may wrap: then it is small, glibc sees the overflow and
      * fails with ENOMEM, or large, and calloc_slow checks. */
     if (DSP_LIKELY(m * s < atomic_load_explicit(&gate, memory_order_relaxed)))
@@ -408,7 +411,7 @@ DSP_API void *calloc(size_t m, size_t s) {
     return calloc_slow(m, s, CALLER());
 }
 
-DSP_API void *realloc(void *p, size_t n) {
+DSP_STARTUP_TEXT DSP_API void *realloc(void *p, size_t n) {
     return do_realloc(p, n, CALLER());
 }
 

@@ -29,7 +29,6 @@
 
 #include <elf.h>
 #include <link.h>
-#include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -59,7 +58,7 @@ struct walk {
     int have_main;
     unsigned main_defines;      /* bit i: the program defines t[i].name */
     uintptr_t hook_lo, hook_hi; /* the lowest and highest hook address */
-    uint64_t first[4];          /* bit c: a name of t starts with the byte c */
+    uint32_t by_first[128];     /* bit i of [c]: t[i].name starts with the ASCII byte c */
 };
 
 struct object {
@@ -89,9 +88,14 @@ DSP_STARTUP_TEXT static uintptr_t target(const struct walk *w, struct object *o,
     if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || v - o->lo >= o->hi - o->lo) return 0;
     const char *name = o->strtab + o->symtab[ELF64_R_SYM(r->r_info)].st_name;
     unsigned char c = (unsigned char)name[0];
-    if (!(w->first[c / 64] >> (c % 64) & 1)) return 0;
-    for (int i = 0; i < w->n; i++)
-        if (!strcmp(name, w->t[i].name)) return w->t[i].real;
+    /* Only the names that share the first letter are compared, inline: a
+     * strcmp with each of the family's eleven names was two thirds of the
+     * binding's instructions in Python (2,100 calls, issue 29). */
+    for (uint32_t m = c < 128 ? w->by_first[c] : 0; m; m &= m - 1) {
+        const char *a = name + 1, *b = w->t[__builtin_ctz(m)].name + 1;
+        while (*a && *a == *b) a++, b++;
+        if (*a == *b) return w->t[__builtin_ctz(m)].real;
+    }
     return 0;
 }
 
@@ -243,7 +247,7 @@ DSP_STARTUP_TEXT int dsp_bind_direct(const struct dsp_bind *all, int nall, uintp
         if (t[i].hook < w.hook_lo) w.hook_lo = t[i].hook;
         if (t[i].hook > w.hook_hi) w.hook_hi = t[i].hook;
         unsigned char c = (unsigned char)t[i].name[0];
-        w.first[c / 64] |= (uint64_t)1 << (c % 64);
+        if (c < 128) w.by_first[c] |= 1u << i;
     }
     if (n) dl_iterate_phdr(rebind, &w);
     if (w.refused)

@@ -30,10 +30,6 @@ const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT] = {
 };
 
 struct dsp_config dsp_cfg;
-/* Whether a load ran before: the first finds every string empty (.bss) and
- * leaves them untouched, since clearing them wrote a page of dsp_cfg that the
- * constructor has no other use for (issue 29: a page fault at start-up). */
-static DSP_STARTUP_DATA int loaded_before;
 
 static int lower(int c) {
     return c >= 'A' && c <= 'Z' ? c + 32 : c;
@@ -300,11 +296,8 @@ DSP_STARTUP_TEXT void dsp_config_load(char *const *env, size_t ram) {
 }
 
 DSP_STARTUP_TEXT void dsp_config_load_as(char *const *env, size_t ram, int secure) {
-    for (int i = 0; i < DSP_OPT_COUNT; i++) {
-        set_default((enum dsp_opt_id)i, ram);
-        if (loaded_before && dsp_opt_desc[i].type == DSP_T_STRING) str_of(&dsp_opt_desc[i])[0] = 0;
-    }
-    loaded_before = 1;
+    for (int i = 0; i < DSP_OPT_COUNT; i++) set_default((enum dsp_opt_id)i, ram);
+    memset(dsp_cfg.str_given, 0, sizeof dsp_cfg.str_given); /* every STRING option "" */
     if (!env) return;
     char ignored[256];
     size_t n_ignored = 0;
@@ -356,6 +349,7 @@ DSP_STARTUP_TEXT void dsp_config_load_as(char *const *env, size_t ram, int secur
                 continue;
             }
             memcpy(str_of(d), value, len + 1);
+            dsp_cfg.str_given[id / 64] |= (uint64_t)1 << (id % 64);
         }
     }
     if (n_ignored) {

@@ -88,7 +88,8 @@ extern const struct dsp_opt_desc dsp_opt_desc[DSP_OPT_COUNT];
 struct dsp_config {
     long long val[DSP_OPT_COUNT];
     uint64_t share[DSP_OPT_COUNT]; /* a share's billionths of a percent, or DSP_NO_SHARE */
-    struct dsp_config_str str;     /* STRING options, as given ("" when unset) */
+    uint64_t str_given[(DSP_OPT_COUNT + 63) / 64]; /* bit id: STRING option id was given */
+    struct dsp_config_str str;                     /* STRING options, as given */
 };
 extern struct dsp_config dsp_cfg;
 
@@ -96,8 +97,11 @@ static inline long long dsp_opt(enum dsp_opt_id id) {
     return dsp_cfg.val[id];
 }
 
-/* A STRING option's value. */
+/* A STRING option's value, "" when it was not given: then its buffer is not
+ * read (issue 29: the buffers lie past DSP_STATS_FILE's 4 KiB, and the
+ * constructor's read of DSP_NUMA's was a page fault in every process). */
 static inline const char *dsp_opt_str(enum dsp_opt_id id) {
+    if (!(dsp_cfg.str_given[id / 64] >> (id % 64) & 1)) return "";
     return (const char *)&dsp_cfg.str + dsp_opt_desc[id].str_off;
 }
 

@@ -42,9 +42,10 @@
 #define DSP_LARGE_BSS
 #endif
 #define DSP_STARTUP_DATA __attribute__((section(".data.dsp_startup")))
-/* Code the constructor and destructor run, together in .text.startup (where
- * the compiler puts constructors), so that their first calls fault in one
- * 64 KiB window of the library's code, not three (issue 29). */
+/* Code the constructor and destructor run, and the hooks glibc itself calls
+ * while any program starts (the malloc family), together in .text.startup
+ * (where the compiler puts constructors), so that their first calls fault in
+ * one 64 KiB window of the library's code, not three (issue 29). */
 #define DSP_STARTUP_TEXT __attribute__((section(".text.startup")))
 /* Thread-locals on hot paths: initial-exec costs a plain %fs load, global-dynamic
  * a call (docs/internals.md, "Start-up order and thread-locals"). */

@@ -23,11 +23,6 @@ struct dsp_manager {
      * reused only for a request on its node (numa.h; node 0 alone when
      * placement is off). */
     struct dsp_bins vacant, cached[DSP_NUMA_NODES];
-    struct dsp_span *first, *last; /* address order, covering [lo, bump) */
-    /* The arena: all manager blocks live in [lo, hi), so "is this ours?" is a
-     * compare. Zero until the first allocation reserves it. */
-    _Atomic uintptr_t lo, hi;
-    uintptr_t bump;
     /* Each registered span kind's hooks (span_kind.h; NULL until a layer
      * adds it) and its pooled spans, still registered: `reuse`, the served
      * spans its served allocations take again, and `held`, the others
@@ -38,6 +33,15 @@ struct dsp_manager {
         struct dsp_bins reuse[DSP_NUMA_NODES], held;
         size_t bytes; /* in reuse and held */
     } kinds[DSP_SPAN_KINDS];
+    /* The fields every process reads or the constructor writes come after
+     * the large indexes, on the struct's last page with the settings below:
+     * free() and realloc() read lo and hi, and before this they lay 36 KiB
+     * from the rest, a page fault of their own at start-up (issue 29). */
+    struct dsp_span *first, *last; /* address order, covering [lo, bump) */
+    /* The arena: all manager blocks live in [lo, hi), so "is this ours?" is a
+     * compare. Zero until the first allocation reserves it. */
+    _Atomic uintptr_t lo, hi;
+    uintptr_t bump;
     /* Bytes in the pools' indexes: all of them, and the general pool's
      * (pool.c keeps them as spans go in and out). Under mu. */
     size_t pooled_bytes, cached_bytes;

@@ -579,7 +579,10 @@ void dsp_node_fork_child(void) {
 /* At exit the slot is freed at once rather than at the next refusal
  * somewhere. Not from inside our own lock (exit from a signal handler). */
 __attribute__((destructor)) static void node_fini(void) {
-    if (dsp_reentered() || node.state != 1) return;
+    /* The state first: dsp_reentered reads the fork locks' page, which a
+     * process that never forked with threads has not touched (a page fault
+     * at every exit, issue 29). */
+    if (node.state != 1 || dsp_reentered()) return;
     /* A vfork (CLONE_VM) child that calls exit shares this memory, the owner
      * page too: only the pid tells it apart, and it must change nothing, not
      * even our state, which is its parent's (review of issue 16's change:

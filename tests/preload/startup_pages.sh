@@ -23,11 +23,13 @@ for v in dsp_init_state init_owner dsp_loaded_pid gate config_owner dsp_glibc_dl
   fi
 done
 # The code the constructor runs lies in one 64 KiB window of the library (the
-# kernel maps a file's pages 64 KiB at a time around a fault): DSP_STARTUP_TEXT.
+# kernel maps a file's pages 64 KiB at a time around a fault): DSP_STARTUP_TEXT;
+# so do the malloc family's hooks, which glibc's own start-up calls reach.
 window() { echo $(($1 / 65536)); }
 ctor=$(nm "$lib" | awk '$3 == "dsp_preload_init" { print $1; exit }')
 for f in dsp_sigcalls_init dsp_fdcalls_init dsp_sym_next_all dsp_init_slow dsp_config_load_as \
-    dsp_fork_install dsp_malloc_init dsp_bind_direct dsp_libc_sym dsp_real_dlsym dsp_log; do
+    dsp_fork_install dsp_malloc_init dsp_bind_direct dsp_libc_sym dsp_real_dlsym dsp_log \
+    malloc free calloc realloc; do
   a=$(nm "$lib" | awk -v f="$f" '$3 == f { print $1; exit }')
   if [ -z "$a" ]; then echo "$f: not in the symbol table"; fail=1; continue; fi
   if [ "$(window $((0x$a)))" != "$(window $((0x$ctor)))" ]; then
@@ -41,7 +43,7 @@ if [ -z "$fini" ] || [ "$(window $((fini)))" != "$(window $((0x$ctor)))" ]; then
   echo "DT_FINI ($fini) not in the constructor's 64 KiB window (0x$ctor)"
   fail=1
 fi
-for v in handler children installed loaded_before real_sigaction_ptr real_close_ptr; do
+for v in handler children installed real_sigaction_ptr real_close_ptr; do
   a=$(nm "$lib" | awk -v v="$v" '$3 == v { print $1; exit }')
   [ -n "$a" ] && [ $((0x$a)) -ge "$data_lo" ] && [ $((0x$a)) -lt "$data_hi" ] ||
     { echo "$v: not in .data"; fail=1; }
