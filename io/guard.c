@@ -192,11 +192,20 @@ static int install_one(int sig, struct sigaction *old) {
     return sigaction(sig, &sa, old) != 0 ? -errno : 0;
 }
 
+/* sigismember's answer for a valid signal, read as glibc's <bits/sigset.h>
+ * lays the set out: the program's first sigaction reached libc's
+ * sigismember through a lazy binding, a symbol lookup (issue 29). */
+static int has_signal(const sigset_t *set, int sig) {
+    enum { BITS = 8 * sizeof(unsigned long) };
+    const unsigned long *w = (const unsigned long *)set;
+    return (int)(w[(unsigned)(sig - 1) / BITS] >> ((unsigned)(sig - 1) % BITS) & 1);
+}
+
 void dsp_guard_note_handler(int sig, const struct sigaction *act) {
     if (!act || sig == SIGSEGV || sig == SIGBUS || act->sa_handler == SIG_DFL ||
         act->sa_handler == SIG_IGN)
         return;
-    if (sigismember(&act->sa_mask, SIGSEGV) == 1 || sigismember(&act->sa_mask, SIGBUS) == 1)
+    if (has_signal(&act->sa_mask, SIGSEGV) || has_signal(&act->sa_mask, SIGBUS))
         __atomic_store_n(&dsp_guard_ask, 1, __ATOMIC_RELAXED);
 }
 

@@ -40,6 +40,36 @@ DSP_STARTUP_TEXT static int word_eq(const char *a, const char *b) {
     return *a == 0 && *b == 0;
 }
 
+/* The string tests the constructor's parse makes, here rather than libc's:
+ * each libc function the library calls first costs a lazy binding, a symbol
+ * lookup through every loaded object (issue 29). */
+DSP_STARTUP_TEXT static int starts_with(const char *s, const char *prefix) {
+    while (*prefix)
+        if (*s++ != *prefix++) return 0;
+    return 1;
+}
+
+/* The first c in s (its NUL for 0), or NULL. */
+DSP_STARTUP_TEXT static const char *char_in(const char *s, char c) {
+    for (;; s++) {
+        if (*s == c) return s;
+        if (!*s) return NULL;
+    }
+}
+
+DSP_STARTUP_TEXT static int str_eq(const char *a, const char *b) {
+    return starts_with(a, b) && !a[char_in(b, 0) - b];
+}
+
+DSP_STARTUP_TEXT const char *dsp_config_env(char *const *env, const char *name) {
+    for (; env && *env; env++) {
+        const char *kv = *env, *n = name;
+        while (*n && *kv == *n) kv++, n++;
+        if (!*n && *kv == '=') return kv + 1;
+    }
+    return NULL;
+}
+
 /* The parsers: 0 with *out set, or -EINVAL (out untouched). */
 static int parse_enum(const char *const *words, const char *text, long long *out) {
     for (int i = 0; words[i]; i++)
@@ -74,7 +104,7 @@ static int parse_int(const char *t, long long lo, long long hi, long long *out) 
  * sticky bit). */
 static int parse_mode(const char *t, long long *out) {
     long long v = 0;
-    if (!*t || strlen(t) > 4) return -EINVAL;
+    if (!*t || char_in(t, 0) - t > 4) return -EINVAL;
     for (; *t; t++) {
         if (*t < '0' || *t > '7') return -EINVAL;
         v = v * 8 + (*t - '0');
@@ -179,15 +209,15 @@ DSP_STARTUP_TEXT static int parse(enum dsp_opt_id id, const char *text, size_t r
         return parse_int(text, 0, 60000, out);
     case DSP_T_SIZE:
         /* "auto" (or "off") where it is the default: DSP_SIZE_AUTO. */
-        if ((!strcmp(d->def, "auto") || !strcmp(d->def, "off")) && word_eq(text, d->def)) {
+        if ((str_eq(d->def, "auto") || str_eq(d->def, "off")) && word_eq(text, d->def)) {
             *out = (long long)DSP_SIZE_AUTO;
             return 0;
         }
-        if (!strcmp(d->def, "auto") && !strncmp(d->forms, "auto, off", 9) && word_eq(text, "off")) {
+        if (str_eq(d->def, "auto") && starts_with(d->forms, "auto, off") && word_eq(text, "off")) {
             *out = (long long)DSP_SIZE_OFF;
             return 0;
         }
-        return parse_size(text, strchr(d->forms, '%') != NULL, ram, out, share);
+        return parse_size(text, char_in(d->forms, '%') != NULL, ram, out, share);
     }
     return -EINVAL;
 }
@@ -304,8 +334,8 @@ DSP_STARTUP_TEXT void dsp_config_load_as(char *const *env, size_t ram, int secur
     ignored[0] = 0;
     for (char *const *e = env; *e; e++) {
         const char *kv = *e;
-        if (strncmp(kv, "DSP_", 4) != 0) continue;
-        const char *eq = strchr(kv, '=');
+        if (!starts_with(kv, "DSP_")) continue;
+        const char *eq = char_in(kv, '=');
         if (!eq) continue;
         char name[64];
         size_t n = (size_t)(eq - kv);

@@ -105,6 +105,10 @@ static inline const char *dsp_opt_str(enum dsp_opt_id id) {
     return (const char *)&dsp_cfg.str + dsp_opt_desc[id].str_off;
 }
 
+/* The value of the variable name in env (a NULL-terminated list, as
+ * environ), or NULL: getenv's answer, without libc (config.c). */
+const char *dsp_config_env(char *const *env, const char *name);
+
 /* Parses `environ` (or the given NULL-terminated list) into dsp_cfg: bad values
  * are reported by name with the accepted forms and keep the default; unknown
  * DSP_* names are reported with the closest known one. ram is the memory that

@@ -56,10 +56,12 @@ _Atomic int dsp_node_timer_wanted;
 DSP_TLS size_t dsp_node_wait_len;
 static DSP_TLS int retrying;
 
+extern char **environ;
+
 /* The first of the names (a NULL-ended list) set to a number; -1 if none. */
 DSP_STARTUP_TEXT static int env_int(const char *const *names) {
     const char *v = NULL;
-    for (; *names && (!v || !*v); names++) v = getenv(*names);
+    for (; *names && (!v || !*v); names++) v = dsp_config_env(environ, *names);
     if (!v || *v < '0' || *v > '9') return -1;
     long n = 0;
     for (; *v >= '0' && *v <= '9' && n < 1000000; v++) n = n * 10 + (*v - '0');

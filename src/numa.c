@@ -48,6 +48,9 @@ DSP_STARTUP_TEXT int dsp_numa_configure(const char *value) {
                  {"cpu", DSP_NUMA_CPU},
                  {"off", DSP_NUMA_OFF}};
     mode = DSP_NUMA_AUTO;
+    /* Unset, as in most processes: no strcmp, whose lazy binding is a symbol
+     * lookup at start-up (issue 29). */
+    if (!*value) return 0;
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strcmp(value, words[i].word) == 0) return mode = words[i].mode, 0;
     int n = 0;

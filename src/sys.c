@@ -18,7 +18,9 @@ static DSP_TLS int in_constructor;
 
 /* Before the library's other constructors (priority), so that they can use it. */
 __attribute__((constructor(101))) static void loaded(void) {
-    dsp_loaded_pid = getpid();
+    /* syscall() is bound when the library is loaded; getpid() would be bound
+     * lazily, a symbol lookup at start-up (issue 29). */
+    dsp_loaded_pid = (pid_t)syscall(SYS_getpid);
 }
 
 DSP_STARTUP_TEXT void dsp_sys_in_constructor(int on) {

@@ -268,3 +268,14 @@ Test(config, secure_off_rows_honour_their_off_word_only) {
                  "DSP_STATS, NODE, NODE_MAX_PINNED, HUGEPAGES, CUDA, AIO_BOUNCE, "
                  "CUFILE, MALLOC_MIN");
 }
+
+/* dsp_config_env: getenv's answer, which node.c's rank detection uses at
+ * start-up instead of getenv (a lazy binding, issue 29). */
+Test(config, env_lookup_answers_as_getenv) {
+    char *env[] = {"RANKX=9", "RANK", "LOCAL_RANK=3", "RANK=", "RANK=7", NULL};
+    cr_assert_str_eq(dsp_config_env(env, "LOCAL_RANK"), "3");
+    cr_assert_str_eq(dsp_config_env(env, "RANK"), "", "the first entry that is NAME=");
+    cr_assert_null(dsp_config_env(env, "RAN"), "a prefix of a name is not the name");
+    cr_assert_null(dsp_config_env(env, "SLURM_PROCID"));
+    cr_assert_null(dsp_config_env(NULL, "RANK"));
+}
