@@ -214,6 +214,14 @@ static void add_pair_row(const char *id, const char *name, const double *b, cons
                          double floor) {
     double r[16];
     for (int i = 0; i < n; i++) r[i] = b[i] / s[i];
+    /* In the order they ran, with both sides' times (before summarize sorts
+     * r): whether a low pair is a slow shim run or a fast baseline, and
+     * whether the low ones cluster. */
+    char order[512];
+    int at = 0;
+    for (int i = 0; i < n && at < (int)sizeof order - 32; i++)
+        at += snprintf(order + at, sizeof order - (size_t)at, " %.0f/%.0f=%.2f", b[i] * 1e3,
+                       s[i] * 1e3, r[i]);
     struct sample q = summarize(r, n);
     struct row *w = &rows[nrows++];
     snprintf(w->id, sizeof w->id, "%s", id);
@@ -229,6 +237,7 @@ static void add_pair_row(const char *id, const char *name, const double *b, cons
     schema_goal(f, g);
     fprintf(stderr, "  %s: pairs' ratio min %.2fx, median %.2fx, max %.2fx\n", name, q.lo, q.median,
             q.hi);
+    fprintf(stderr, "    in order (baseline ms / shim ms = ratio):%s\n", order);
 }
 
 static void bench_first_pin(size_t len, int reps, int variants) {
