@@ -51,6 +51,7 @@ struct walk {
     int n;
     uintptr_t self; /* an address inside this library: its object is skipped */
     int rewritten, refused;
+    int objects, rebound; /* the objects to bind (the first ones); seen by rebind */
     /* The first pass: */
     int index, self_index;    /* objects seen; ours */
     unsigned defined_before;  /* bit i: an object between the program and ours defines t[i] */
@@ -72,25 +73,12 @@ struct object {
     int nslots, protect;
 };
 
-/* The glibc function for the slot of relocation r, or 0 to leave it. */
-DSP_STARTUP_TEXT static uintptr_t target(const struct walk *w, struct object *o,
-                                         const ElfW(Rela) * r) {
-    unsigned long type = ELF64_R_TYPE(r->r_info);
-    if (type != R_JUMP_SLOT && type != R_GLOB_DAT) return 0;
-    uintptr_t v = *(uintptr_t *)(o->info->dlpi_addr + r->r_offset);
-    if (v - w->hook_lo <= w->hook_hi - w->hook_lo) /* libc alone has 1,500 relocations */
-        for (int i = 0; i < w->n; i++)
-            if (v == w->t[i].hook) return w->t[i].real;
-    /* Not bound yet: a lazy PLT slot still points into its own object (the
-     * loader maps an object's extent whole, its holes inaccessible). A
-     * program has hundreds (Python 500): its extent and the names' first
-     * letters, each one test, come before the names themselves (issue 29). */
-    if (type != R_JUMP_SLOT || !o->symtab || !o->strtab || v - o->lo >= o->hi - o->lo) return 0;
-    const char *name = o->strtab + o->symtab[ELF64_R_SYM(r->r_info)].st_name;
+/* The glibc function of the family's name, or 0. Only the names that share
+ * its first letter are compared, inline: a strcmp with each of the family's
+ * eleven names was two thirds of the binding's instructions in Python (2,100
+ * calls, issue 29). */
+static uintptr_t by_name(const struct walk *w, const char *name) {
     unsigned char c = (unsigned char)name[0];
-    /* Only the names that share the first letter are compared, inline: a
-     * strcmp with each of the family's eleven names was two thirds of the
-     * binding's instructions in Python (2,100 calls, issue 29). */
     for (uint32_t m = c < 128 ? w->by_first[c] : 0; m; m &= m - 1) {
         const char *a = name + 1, *b = w->t[__builtin_ctz(m)].name + 1;
         while (*a && *a == *b) a++, b++;
@@ -99,28 +87,55 @@ DSP_STARTUP_TEXT static uintptr_t target(const struct walk *w, struct object *o,
     return 0;
 }
 
-DSP_STARTUP_TEXT static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r,
-                                     size_t n) {
-    /* The names of a program's lazy slots are read one by one from its
-     * string table, each a cache miss (Python: 500, most of the binding's
-     * time, issue 29): their symbols are fetched ahead, 16 relocations on,
-     * and their names 8 on, so that the misses overlap. */
-    enum { SYM_AHEAD = 16, NAME_AHEAD = 8 };
-    for (size_t k = 0; k < n; k++) {
-        if (o->symtab && o->strtab) {
-            if (k + SYM_AHEAD < n)
-                __builtin_prefetch(&o->symtab[ELF64_R_SYM(r[k + SYM_AHEAD].r_info)]);
-            if (k + NAME_AHEAD < n)
-                __builtin_prefetch(o->strtab +
-                                   o->symtab[ELF64_R_SYM(r[k + NAME_AHEAD].r_info)].st_name);
-        }
-        uintptr_t real = target(w, o, &r[k]);
-        if (!real || o->nslots == MAX_SLOTS) continue;
-        uintptr_t a = o->info->dlpi_addr + r[k].r_offset;
-        o->slot[o->nslots] = (uintptr_t *)a;
-        o->value[o->nslots++] = real;
-        if (a >= o->relro_lo && a < o->relro_hi) o->protect = 1;
+static void add(struct object *o, const ElfW(Rela) * r, uintptr_t real) {
+    if (o->nslots == MAX_SLOTS) return;
+    uintptr_t a = o->info->dlpi_addr + r->r_offset;
+    o->slot[o->nslots] = (uintptr_t *)a;
+    o->value[o->nslots++] = real;
+    if (a >= o->relro_lo && a < o->relro_hi) o->protect = 1;
+}
+
+/* The lazy slots of lazy[0..n) (relocation indexes), by their names. The
+ * names are read from the object's symbol and string tables, each read a
+ * cache miss: all the symbols of the batch are asked for first, then all the
+ * names, so that the misses overlap. */
+static void by_names(const struct walk *w, struct object *o, const ElfW(Rela) * r,
+                     const uint32_t *lazy, int n) {
+    for (int i = 0; i < n; i++) __builtin_prefetch(&o->symtab[ELF64_R_SYM(r[lazy[i]].r_info)]);
+    for (int i = 0; i < n; i++)
+        __builtin_prefetch(o->strtab + o->symtab[ELF64_R_SYM(r[lazy[i]].r_info)].st_name);
+    for (int i = 0; i < n; i++) {
+        uintptr_t real = by_name(w, o->strtab + o->symtab[ELF64_R_SYM(r[lazy[i]].r_info)].st_name);
+        if (real) add(o, &r[lazy[i]], real);
     }
+}
+
+/* The slots of relocations r[0..n) to rewrite: those the loader bound to a
+ * hook, and lazy PLT slots of the family's names, which still point into
+ * their own object (the loader maps an object's extent whole, its holes
+ * inaccessible). Only those lazy slots' names are read, in batches: an
+ * object bound at load (BIND_NOW, or a slot already called) has none, and
+ * reading every relocation's symbol cost fio, with 64 libraries, 1.4 million
+ * instructions (issue 29). */
+static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r, size_t n) {
+    enum { BATCH = 64 };
+    uint32_t lazy[BATCH];
+    int nlazy = 0;
+    int names = o->symtab && o->strtab;
+    for (size_t k = 0; k < n; k++) {
+        unsigned long type = ELF64_R_TYPE(r[k].r_info);
+        if (type != R_JUMP_SLOT && type != R_GLOB_DAT) continue;
+        uintptr_t v = *(uintptr_t *)(o->info->dlpi_addr + r[k].r_offset);
+        if (v - w->hook_lo <= w->hook_hi - w->hook_lo) { /* libc alone has 1,500 relocations */
+            for (int i = 0; i < w->n; i++)
+                if (v == w->t[i].hook) add(o, &r[k], w->t[i].real);
+            continue;
+        }
+        if (type != R_JUMP_SLOT || !names || v - o->lo >= o->hi - o->lo) continue;
+        lazy[nlazy++] = (uint32_t)k;
+        if (nlazy == BATCH) by_names(w, o, r, lazy, nlazy), nlazy = 0;
+    }
+    by_names(w, o, r, lazy, nlazy);
 }
 
 struct relocs {
@@ -130,8 +145,7 @@ struct relocs {
 
 /* The object's PLT and other relocations, its symbols and its RELRO pages:
  * 0, or -1 when it has nothing to read. */
-DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object *o,
-                                  struct relocs *rs) {
+static int parse(const struct dl_phdr_info *info, struct object *o, struct relocs *rs) {
     const ElfW(Dyn) *dyn = NULL;
     uintptr_t page = (uintptr_t)getauxval(AT_PAGESZ); /* sysconf's page of libc: a fault */
     o->lo = UINTPTR_MAX, o->hi = 0;
@@ -174,7 +188,7 @@ DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object
 
 /* The first pass: where this library stands, what the program and the
  * objects before this library define. */
-DSP_STARTUP_TEXT static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
+static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     unsigned bits = 0;
     struct dsp_elf_tables t;
     if (dsp_phdr_tables(info, &t))
@@ -183,7 +197,7 @@ DSP_STARTUP_TEXT static unsigned defines(const struct dl_phdr_info *info, const 
     return bits;
 }
 
-DSP_STARTUP_TEXT static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
+static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     int at = w->index++;
@@ -198,13 +212,14 @@ DSP_STARTUP_TEXT static int survey(struct dl_phdr_info *info, size_t size, void 
     return 0;
 }
 
-DSP_STARTUP_TEXT static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
+static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     /* Nor the C library's own slots: its calls of malloc from within (strdup,
      * fopen) reach glibc through the hook, one jump more on calls the program
      * did not make itself, where rewriting them cost every process two
      * mprotect calls at start-up (issue 29: about 5 us). */
+    if (w->rebound++ >= w->objects) return 1; /* loaded after the binding was armed */
     if (dsp_phdr_holds(info, w->self) || dsp_phdr_is_libc(info)) return 0;
     struct object o = {.info = info};
     struct relocs rs;
@@ -225,8 +240,20 @@ DSP_STARTUP_TEXT static int rebind(struct dl_phdr_info *info, size_t size, void 
     return 0;
 }
 
-DSP_STARTUP_TEXT int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
-    struct walk w = {.t = all, .n = nall, .self = self, .self_index = -1};
+DSP_STARTUP_TEXT static int count(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)info, (void)size;
+    ++*(int *)arg;
+    return 0;
+}
+
+DSP_STARTUP_TEXT int dsp_bind_objects(void) {
+    int n = 0;
+    dl_iterate_phdr(count, &n);
+    return n;
+}
+
+int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self, int objects) {
+    struct walk w = {.t = all, .n = nall, .self = self, .self_index = -1, .objects = objects};
     dl_iterate_phdr(survey, &w);
     /* The names the loader binds to our hooks: where the lookup in the global
      * scope answers the hook; or, in a program that takes a name's address
@@ -259,8 +286,12 @@ DSP_STARTUP_TEXT int dsp_bind_direct(const struct dsp_bind *all, int nall, uintp
 
 #else
 
-int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
-    (void)all, (void)nall, (void)self;
+int dsp_bind_objects(void) {
+    return 0;
+}
+
+int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self, int objects) {
+    (void)all, (void)nall, (void)self, (void)objects;
     return 0; /* the hooks serve: right, one jump slower */
 }
 

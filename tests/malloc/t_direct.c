@@ -4,12 +4,15 @@
  * `t_malloc_direct off` (DSP_MALLOC_MIN unset), `t_malloc_direct on`
  * (hints on: the slots hold the hooks, which serve large blocks pinned) and
  * `t_malloc_direct other LIBMOTHER` (hints off, libmother.so preloaded first:
- * the names it defines stay bound to it, the rest go to glibc) and
+ * the names it defines stay bound to it; its malloc, not the shim's, gets the
+ * program's mallocs, so the binding, which counts them, never runs and the
+ * rest keep the hooks) and
  * `t_malloc_direct refused` (hints off, built with -z now so that its GOT is
  * read-only, run under no_write_mprotect: the slots keep the hooks, and the
  * program works).
  * The slots are read through the program's own relocations, so lazy
- * binding (the default here) and -z now both count. */
+ * binding (the default here) and -z now both count. The binding waits for
+ * the 4096th malloc: before, the slots hold the hooks; after 5,000, glibc's. */
 #include "malloc_test.h"
 
 #include <dlfcn.h>
@@ -28,12 +31,14 @@ void (*volatile taken_free)(void *);
 struct find {
     const char *name;
     void *value;
+    const char *object; /* a part of its file name; NULL: the program */
 };
 
-/* The value of the program's own PLT or GOT slot for `name`. */
-static int in_main(struct dl_phdr_info *info, size_t size, void *arg) {
+/* The value of the object's own PLT or GOT slot for `name`. */
+static int in_object(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct find *f = arg;
+    if (f->object && (!info->dlpi_name || !strstr(info->dlpi_name, f->object))) return 0;
     const ElfW(Dyn) *dyn = NULL;
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -61,10 +66,14 @@ static int in_main(struct dl_phdr_info *info, size_t size, void *arg) {
     return 1; /* the program is the first object */
 }
 
-static void *slot(const char *name) {
-    struct find f = {name, NULL};
-    dl_iterate_phdr(in_main, &f);
+static void *slot_in(const char *object, const char *name) {
+    struct find f = {name, NULL, object};
+    dl_iterate_phdr(in_object, &f);
     return f.value;
+}
+
+static void *slot(const char *name) {
+    return slot_in(NULL, name);
 }
 
 int main(int argc, char **argv) {
@@ -74,6 +83,12 @@ int main(int argc, char **argv) {
 #endif
     int on = argc > 1 && !strcmp(argv[1], "on"), other = argc > 1 && !strcmp(argv[1], "other");
     int refused = argc > 1 && !strcmp(argv[1], "refused");
+    /* `later LIBLATER`: hints off, LIBLATER opened before the binding runs;
+     * the binding leaves it alone (only the objects of start-up are bound,
+     * not one another thread may be loading). */
+    int later = argc > 2 && !strcmp(argv[1], "later");
+    void *late = later ? dlopen(argv[2], RTLD_NOW) : NULL;
+    CHECK(!later || late, "dlopen %s: %s", argc > 2 ? argv[2] : "", dlerror());
 #ifdef TAKE_ADDRESS
     taken_malloc = malloc, taken_free = free; /* in code: an absolute relocation */
 #endif
@@ -90,6 +105,21 @@ int main(int argc, char **argv) {
     CHECK(libc && dladdr(shim("dsp_is_pinned"), &self));
     void *lib = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     CHECK(lib);
+    /* The binding waits for the program's 4096th malloc (malloc.c,
+     * BIND_AFTER): a process that allocates little never pays for it. Until
+     * then the slots hold what the loader bound, the hooks. */
+    if (!on && !other)
+        for (int i = 0; i < 2; i++) {
+            const char *name = i ? "free" : "malloc";
+            void *got = slot(name), *hook = dlsym(lib, name);
+            CHECK(got == hook, "%s bound before the program's 4096th malloc: slot %p, hook %p",
+                  name, got, hook);
+        }
+    for (int i = 0; i < 5000; i++) {
+        void *b = malloc(16);
+        __asm__ volatile("" : : "r"(b) : "memory");
+        free(b);
+    }
     void *mother = other && argc > 2 ? dlopen(argv[2], RTLD_NOW | RTLD_NOLOAD) : NULL;
     CHECK(!other || mother, "run as: t_malloc_direct other LIBMOTHER (preloaded first)");
     const char *names[] = {"malloc",  "free",           "calloc",
@@ -98,9 +128,16 @@ int main(int argc, char **argv) {
         void *got = slot(names[i]), *glibc = dlsym(libc, names[i]), *hook = dlsym(lib, names[i]);
         CHECK(got && glibc && hook && glibc != hook, "%s", names[i]);
         /* The other allocator's where it defines the name, else glibc's. */
-        void *want = on || refused ? hook : other ? dlsym(mother, names[i]) : glibc;
+        void *want = on || refused ? hook
+                     : other       ? (i < 4 ? dlsym(mother, names[i]) : hook)
+                                   : glibc;
         CHECK(!other || i >= 4 || want != glibc, "%s: not defined by %s", names[i], argv[2]);
         CHECK(got == want, "%s: slot %p, glibc's %p, the hook %p", names[i], got, glibc, hook);
+    }
+    if (later) {
+        const char *base = strrchr(argv[2], '/');
+        void *got = slot_in(base ? base + 1 : argv[2], "malloc"), *hook = dlsym(lib, "malloc");
+        CHECK(got == hook, "%s's malloc slot %p, not the hook %p", argv[2], got, hook);
     }
     if (on) { /* the hooks serve */
         void *big = malloc(1 << 20);
