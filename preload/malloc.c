@@ -45,20 +45,6 @@ extern char *program_invocation_name;
  * the first calls initialise), SIZE_MAX while hints are off, else
  * DSP_MALLOC_MIN. */
 static DSP_STARTUP_DATA _Atomic size_t gate;
-/* malloc's own gate: gate, but 1 while the binding of hints off waits for
- * its mallocs (bind_armed), so that each takes the slow path and is counted. */
-static DSP_STARTUP_DATA _Atomic size_t malloc_gate;
-/* Hints off: the objects loaded at start-up are bound straight to glibc
- * (bind_direct) once one thread has made BIND_AFTER mallocs through the
- * hooks, not in the constructor. The binding reads every relocation of every
- * object: 20 us in Python, 0.5 ms in fio with its 64 libraries (issue 29),
- * paid by every process though most allocate little (python3 -c pass makes
- * about 1,000 mallocs); counted, it costs a process that allocates a lot a
- * few nanoseconds per malloc until then. */
-#define BIND_AFTER 4096
-static DSP_STARTUP_DATA _Atomic int bind_armed;     /* waiting for BIND_AFTER mallocs */
-static DSP_STARTUP_DATA int bind_objects;           /* objects loaded when armed: only they */
-static DSP_TLS unsigned bind_calls;                 /* this thread's mallocs while armed */
 static DSP_STARTUP_DATA _Atomic pid_t config_owner; /* the process whose thread decides */
 static size_t hint_max;                             /* DSP_MALLOC_MAX, SIZE_MAX for auto */
 static int nfrom;                                   /* DSP_MALLOC_FROM names; 0: any caller */
@@ -139,7 +125,6 @@ DSP_STARTUP_TEXT static void configure(void) {
                      nfrom ? " from " : "", nfrom ? dsp_opt_str(DSP_OPT_MALLOC_FROM) : "");
         }
     }
-    atomic_store_explicit(&malloc_gate, g, memory_order_relaxed);
     atomic_store_explicit(&gate, g, memory_order_release); /* never 0: decided */
 }
 
@@ -156,32 +141,21 @@ DSP_STARTUP_TEXT static int hints_ready(void) {
 
 static void bind_direct(void);
 
-/* Library constructor: decides the rules before main; with hints off, arms
- * the binding of the objects loaded now to glibc's allocator (bind_direct,
- * after BIND_AFTER mallocs). */
+/* Library constructor: decides the rules before main; with hints off, binds
+ * the program straight to glibc's allocator (bind_direct). Before the
+ * program's first call, not later: binding after the program's 4,096th
+ * malloc (so that a process that allocates little never pays for it) left
+ * every call site that had gone through the hooks slower for good, about
+ * two cycles a call on this machine's AMD CPU (malloc(64)+free 5.0 -> 5.8 ns
+ * in a loop that started before the binding; one pair through the hooks
+ * before it was enough), as the jump through the slot had seen several
+ * targets (issue 29, measured; docs/design.md). */
 DSP_STARTUP_TEXT void dsp_malloc_init(void) {
     if (busy) return;
     busy = 1;
-    if (hints_ready() && atomic_load_explicit(&gate, memory_order_acquire) == SIZE_MAX) {
-        bind_objects = dsp_bind_objects();
-        atomic_store_explicit(&bind_armed, 1, memory_order_relaxed);
-        atomic_store_explicit(&malloc_gate, 1, memory_order_relaxed);
-    }
+    if (hints_ready() && atomic_load_explicit(&gate, memory_order_acquire) == SIZE_MAX)
+        bind_direct();
     busy = 0;
-}
-
-/* The BIND_AFTER-th malloc of a thread: one thread binds, once. Not from
- * inside the shim (busy, or a signal handler that interrupted our lock). The
- * objects bound are those loaded at start-up, all relocated before the
- * constructor ran; one that another thread is loading meanwhile is left
- * alone. */
-static __attribute__((noinline)) void bind_now(void) {
-    int armed = 1;
-    if (busy || dsp_reentered() || !atomic_compare_exchange_strong(&bind_armed, &armed, 0)) return;
-    busy = 1;
-    bind_direct();
-    busy = 0;
-    atomic_store_explicit(&malloc_gate, SIZE_MAX, memory_order_relaxed);
 }
 
 struct site_search {
@@ -347,10 +321,6 @@ static __attribute__((noinline)) void hinted_free(void *p) {
 }
 
 static __attribute__((noinline)) void *malloc_slow(size_t n, const void *caller) {
-    if (DSP_UNLIKELY(atomic_load_explicit(&bind_armed, memory_order_relaxed))) {
-        if (++bind_calls >= BIND_AFTER) bind_now();
-        return __libc_malloc(n);
-    }
     void *p = hint(n, 1, caller, 0);
     return p ? p : __libc_malloc(n);
 }
@@ -428,8 +398,7 @@ static inline int is_pow2(size_t a) {
 #define SLOW(n)  DSP_UNLIKELY((n) >= atomic_load_explicit(&gate, memory_order_relaxed))
 
 DSP_STARTUP_TEXT DSP_API void *malloc(size_t n) {
-    if (DSP_LIKELY(n < atomic_load_explicit(&malloc_gate, memory_order_relaxed)))
-        return __libc_malloc(n);
+    if (DSP_LIKELY(n < atomic_load_explicit(&gate, memory_order_relaxed))) return __libc_malloc(n);
     return malloc_slow(n, CALLER());
 }
 
@@ -542,7 +511,7 @@ HOOK(malloc_usable_size);
  * through the hooks. Which block came from which path does not matter: with
  * hints off every block is glibc's. A name is bound only where the hook is
  * what the loader binds it to (no allocator preloaded before us defines it). */
-static void bind_direct(void) {
+DSP_STARTUP_TEXT static void bind_direct(void) {
     /* glibc's functions without an __libc_* name, from libc's own symbol
      * table: a dlopen of libc would allocate, and set up glibc's heap in a
      * process that never allocates. */
@@ -575,6 +544,6 @@ static void bind_direct(void) {
             t[n++].global =
                 (uintptr_t)(global[i] ? global[i] : dsp_real_dlsym(RTLD_DEFAULT, all[i].name));
         }
-    int slots = dsp_bind_direct(t, n, (uintptr_t)hook_malloc, bind_objects);
+    int slots = dsp_bind_direct(t, n, (uintptr_t)hook_malloc);
     dsp_debug("malloc hints off: %d GOT slot(s) bound to glibc", slots);
 }

@@ -51,7 +51,6 @@ struct walk {
     int n;
     uintptr_t self; /* an address inside this library: its object is skipped */
     int rewritten, refused;
-    int objects, rebound; /* the objects to bind (the first ones); seen by rebind */
     /* The first pass: */
     int index, self_index;    /* objects seen; ours */
     unsigned defined_before;  /* bit i: an object between the program and ours defines t[i] */
@@ -77,7 +76,7 @@ struct object {
  * its first letter are compared, inline: a strcmp with each of the family's
  * eleven names was two thirds of the binding's instructions in Python (2,100
  * calls, issue 29). */
-static uintptr_t by_name(const struct walk *w, const char *name) {
+DSP_STARTUP_TEXT static uintptr_t by_name(const struct walk *w, const char *name) {
     unsigned char c = (unsigned char)name[0];
     for (uint32_t m = c < 128 ? w->by_first[c] : 0; m; m &= m - 1) {
         const char *a = name + 1, *b = w->t[__builtin_ctz(m)].name + 1;
@@ -87,7 +86,7 @@ static uintptr_t by_name(const struct walk *w, const char *name) {
     return 0;
 }
 
-static void add(struct object *o, const ElfW(Rela) * r, uintptr_t real) {
+DSP_STARTUP_TEXT static void add(struct object *o, const ElfW(Rela) * r, uintptr_t real) {
     if (o->nslots == MAX_SLOTS) return;
     uintptr_t a = o->info->dlpi_addr + r->r_offset;
     o->slot[o->nslots] = (uintptr_t *)a;
@@ -99,8 +98,8 @@ static void add(struct object *o, const ElfW(Rela) * r, uintptr_t real) {
  * names are read from the object's symbol and string tables, each read a
  * cache miss: all the symbols of the batch are asked for first, then all the
  * names, so that the misses overlap. */
-static void by_names(const struct walk *w, struct object *o, const ElfW(Rela) * r,
-                     const uint32_t *lazy, int n) {
+DSP_STARTUP_TEXT static void by_names(const struct walk *w, struct object *o, const ElfW(Rela) * r,
+                                      const uint32_t *lazy, int n) {
     for (int i = 0; i < n; i++) __builtin_prefetch(&o->symtab[ELF64_R_SYM(r[lazy[i]].r_info)]);
     for (int i = 0; i < n; i++)
         __builtin_prefetch(o->strtab + o->symtab[ELF64_R_SYM(r[lazy[i]].r_info)].st_name);
@@ -116,8 +115,9 @@ static void by_names(const struct walk *w, struct object *o, const ElfW(Rela) * 
  * inaccessible). Only those lazy slots' names are read, in batches: an
  * object bound at load (BIND_NOW, or a slot already called) has none, and
  * reading every relocation's symbol cost fio, with 64 libraries, 1.4 million
- * instructions (issue 29). */
-static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r, size_t n) {
+ * instructions at start-up (issue 29). */
+DSP_STARTUP_TEXT static void collect(const struct walk *w, struct object *o, const ElfW(Rela) * r,
+                                     size_t n) {
     enum { BATCH = 64 };
     uint32_t lazy[BATCH];
     int nlazy = 0;
@@ -145,7 +145,8 @@ struct relocs {
 
 /* The object's PLT and other relocations, its symbols and its RELRO pages:
  * 0, or -1 when it has nothing to read. */
-static int parse(const struct dl_phdr_info *info, struct object *o, struct relocs *rs) {
+DSP_STARTUP_TEXT static int parse(const struct dl_phdr_info *info, struct object *o,
+                                  struct relocs *rs) {
     const ElfW(Dyn) *dyn = NULL;
     uintptr_t page = (uintptr_t)getauxval(AT_PAGESZ); /* sysconf's page of libc: a fault */
     o->lo = UINTPTR_MAX, o->hi = 0;
@@ -188,7 +189,7 @@ static int parse(const struct dl_phdr_info *info, struct object *o, struct reloc
 
 /* The first pass: where this library stands, what the program and the
  * objects before this library define. */
-static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
+DSP_STARTUP_TEXT static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     unsigned bits = 0;
     struct dsp_elf_tables t;
     if (dsp_phdr_tables(info, &t))
@@ -197,7 +198,7 @@ static unsigned defines(const struct dl_phdr_info *info, const struct walk *w) {
     return bits;
 }
 
-static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
+DSP_STARTUP_TEXT static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     int at = w->index++;
@@ -212,14 +213,13 @@ static int survey(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
+DSP_STARTUP_TEXT static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct walk *w = arg;
     /* Nor the C library's own slots: its calls of malloc from within (strdup,
      * fopen) reach glibc through the hook, one jump more on calls the program
      * did not make itself, where rewriting them cost every process two
      * mprotect calls at start-up (issue 29: about 5 us). */
-    if (w->rebound++ >= w->objects) return 1; /* loaded after the binding was armed */
     if (dsp_phdr_holds(info, w->self) || dsp_phdr_is_libc(info)) return 0;
     struct object o = {.info = info};
     struct relocs rs;
@@ -240,20 +240,8 @@ static int rebind(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-DSP_STARTUP_TEXT static int count(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)info, (void)size;
-    ++*(int *)arg;
-    return 0;
-}
-
-DSP_STARTUP_TEXT int dsp_bind_objects(void) {
-    int n = 0;
-    dl_iterate_phdr(count, &n);
-    return n;
-}
-
-int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self, int objects) {
-    struct walk w = {.t = all, .n = nall, .self = self, .self_index = -1, .objects = objects};
+DSP_STARTUP_TEXT int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
+    struct walk w = {.t = all, .n = nall, .self = self, .self_index = -1};
     dl_iterate_phdr(survey, &w);
     /* The names the loader binds to our hooks: where the lookup in the global
      * scope answers the hook; or, in a program that takes a name's address
@@ -286,12 +274,8 @@ int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self, int ob
 
 #else
 
-int dsp_bind_objects(void) {
-    return 0;
-}
-
-int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self, int objects) {
-    (void)all, (void)nall, (void)self, (void)objects;
+int dsp_bind_direct(const struct dsp_bind *all, int nall, uintptr_t self) {
+    (void)all, (void)nall, (void)self;
     return 0; /* the hooks serve: right, one jump slower */
 }
 

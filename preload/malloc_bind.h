@@ -16,14 +16,10 @@ struct dsp_bind {
     uintptr_t global;
 };
 
-/* Rewrites the GOT slots of the first `objects` loaded objects (all but the
- * one holding self) that are bound, or would bind at a lazy first call, to
- * one of the n hooks of t, to its glibc function; only for names the loader
- * binds to the hook (no other allocator comes first). The number of slots
- * rewritten. */
-int dsp_bind_direct(const struct dsp_bind *t, int n, uintptr_t self, int objects);
-
-/* The number of objects loaded now (dl_iterate_phdr's list). */
-int dsp_bind_objects(void);
+/* Rewrites the GOT slots of the loaded objects (all but the one holding
+ * self) that are bound, or would bind at a lazy first call, to one of the n
+ * hooks of t, to its glibc function; only for names the loader binds to the
+ * hook (no other allocator comes first). The number of slots rewritten. */
+int dsp_bind_direct(const struct dsp_bind *t, int n, uintptr_t self);
 
 #endif

@@ -138,7 +138,7 @@ DSP_STARTUP_TEXT NO_SANITIZE void dsp_glibc_resolve(void) {
     (void)w;
 }
 
-void *dsp_libc_sym(const char *name) {
+DSP_STARTUP_TEXT void *dsp_libc_sym(const char *name) {
     struct dsp_elf_tables t;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
         if (libc_tables(l, 0, &t)) {
@@ -153,7 +153,7 @@ DSP_STARTUP_TEXT int dsp_elf_tables(const void *dynamic, uintptr_t base, struct 
     return tables(dynamic, base, t);
 }
 
-int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name) {
+DSP_STARTUP_TEXT int dsp_elf_defines(const struct dsp_elf_tables *t, const char *name) {
     return elf_lookup(t, name) != NULL;
 }
 
@@ -279,7 +279,7 @@ DSP_STARTUP_TEXT size_t dsp_sym_next_all(const char *const *names, void **out, s
     return walk_all(names, out, n, 0);
 }
 
-size_t dsp_sym_first_all(const char *const *names, void **out, size_t n) {
+DSP_STARTUP_TEXT size_t dsp_sym_first_all(const char *const *names, void **out, size_t n) {
     return walk_all(names, out, n, 1);
 }
 

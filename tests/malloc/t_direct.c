@@ -4,15 +4,13 @@
  * `t_malloc_direct off` (DSP_MALLOC_MIN unset), `t_malloc_direct on`
  * (hints on: the slots hold the hooks, which serve large blocks pinned) and
  * `t_malloc_direct other LIBMOTHER` (hints off, libmother.so preloaded first:
- * the names it defines stay bound to it; its malloc, not the shim's, gets the
- * program's mallocs, so the binding, which counts them, never runs and the
- * rest keep the hooks) and
- * `t_malloc_direct refused` (hints off, built with -z now so that its GOT is
- * read-only, run under no_write_mprotect: the slots keep the hooks, and the
- * program works).
+ * the names it defines stay bound to it, the rest go to glibc) and
+ * `t_malloc_direct later LIBLATER` (hints off, LIBLATER opened after
+ * start-up keeps the hook) and `t_malloc_direct refused` (hints off, built
+ * with -z now so that its GOT is read-only, run under no_write_mprotect: the
+ * slots keep the hooks, and the program works).
  * The slots are read through the program's own relocations, so lazy
- * binding (the default here) and -z now both count. The binding waits for
- * the 4096th malloc: before, the slots hold the hooks; after 5,000, glibc's. */
+ * binding (the default here) and -z now both count. */
 #include "malloc_test.h"
 
 #include <dlfcn.h>
@@ -83,9 +81,9 @@ int main(int argc, char **argv) {
 #endif
     int on = argc > 1 && !strcmp(argv[1], "on"), other = argc > 1 && !strcmp(argv[1], "other");
     int refused = argc > 1 && !strcmp(argv[1], "refused");
-    /* `later LIBLATER`: hints off, LIBLATER opened before the binding runs;
-     * the binding leaves it alone (only the objects of start-up are bound,
-     * not one another thread may be loading). */
+    /* `later LIBLATER`: hints off, LIBLATER opened after start-up; the
+     * binding, made by the constructor, left it alone: its slot holds the
+     * hook the loader bound it to. */
     int later = argc > 2 && !strcmp(argv[1], "later");
     void *late = later ? dlopen(argv[2], RTLD_NOW) : NULL;
     CHECK(!later || late, "dlopen %s: %s", argc > 2 ? argv[2] : "", dlerror());
@@ -105,21 +103,6 @@ int main(int argc, char **argv) {
     CHECK(libc && dladdr(shim("dsp_is_pinned"), &self));
     void *lib = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     CHECK(lib);
-    /* The binding waits for the program's 4096th malloc (malloc.c,
-     * BIND_AFTER): a process that allocates little never pays for it. Until
-     * then the slots hold what the loader bound, the hooks. */
-    if (!on && !other)
-        for (int i = 0; i < 2; i++) {
-            const char *name = i ? "free" : "malloc";
-            void *got = slot(name), *hook = dlsym(lib, name);
-            CHECK(got == hook, "%s bound before the program's 4096th malloc: slot %p, hook %p",
-                  name, got, hook);
-        }
-    for (int i = 0; i < 5000; i++) {
-        void *b = malloc(16);
-        __asm__ volatile("" : : "r"(b) : "memory");
-        free(b);
-    }
     void *mother = other && argc > 2 ? dlopen(argv[2], RTLD_NOW | RTLD_NOLOAD) : NULL;
     CHECK(!other || mother, "run as: t_malloc_direct other LIBMOTHER (preloaded first)");
     const char *names[] = {"malloc",  "free",           "calloc",
@@ -128,9 +111,7 @@ int main(int argc, char **argv) {
         void *got = slot(names[i]), *glibc = dlsym(libc, names[i]), *hook = dlsym(lib, names[i]);
         CHECK(got && glibc && hook && glibc != hook, "%s", names[i]);
         /* The other allocator's where it defines the name, else glibc's. */
-        void *want = on || refused ? hook
-                     : other       ? (i < 4 ? dlsym(mother, names[i]) : hook)
-                                   : glibc;
+        void *want = on || refused ? hook : other ? dlsym(mother, names[i]) : glibc;
         CHECK(!other || i >= 4 || want != glibc, "%s: not defined by %s", names[i], argv[2]);
         CHECK(got == want, "%s: slot %p, glibc's %p, the hook %p", names[i], got, glibc, hook);
     }

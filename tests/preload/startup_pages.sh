@@ -28,7 +28,7 @@ done
 window() { echo $(($1 / 65536)); }
 ctor=$(nm "$lib" | awk '$3 == "dsp_preload_init" { print $1; exit }')
 for f in dsp_sigcalls_init dsp_fdcalls_init dsp_sym_next_all dsp_init_slow dsp_config_load_as \
-    dsp_fork_install dsp_malloc_init dsp_bind_objects dsp_real_dlsym dsp_log \
+    dsp_fork_install dsp_malloc_init dsp_bind_direct dsp_libc_sym dsp_real_dlsym dsp_log \
     malloc free calloc realloc; do
   a=$(nm "$lib" | awk -v f="$f" '$3 == f { print $1; exit }')
   if [ -z "$a" ]; then echo "$f: not in the symbol table"; fail=1; continue; fi
