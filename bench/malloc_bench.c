@@ -390,7 +390,7 @@ int main(int argc, char **argv) {
             startup3(py_argv, lib, empty, quick ? 40 : 100, &a[STARTUP_PY][r], &a[STARTUP_EMPTY][r],
                      &b[STARTUP_PY][r]))
             a[STARTUP_PY][r] = -1;
-        b[STARTUP_EMPTY][r] = b[STARTUP_PY][r];
+        if (have_python && have_empty) b[STARTUP_EMPTY][r] = b[STARTUP_PY][r];
         if (have_python && !have_empty &&
             startup(py_argv, lib, quick ? 40 : 100, &a[STARTUP_PY][r], &b[STARTUP_PY][r],
                     &py_cpu[0], &py_cpu[1]))
@@ -422,7 +422,8 @@ int main(int argc, char **argv) {
         snprintf(id, sizeof id, "malloc.%s", res[k].key);
         struct schema_fig *f = schema_figure(id, res[k].what, res[k].unit, res[k].with, a[k][0],
                                              a[k][n[k] - 1], n[k], 0);
-        schema_baseline(f, "without the shim", res[k].without, b[k][0], b[k][n[k] - 1]);
+        schema_baseline(f, k == STARTUP_EMPTY ? "without any preload" : "without the shim",
+                        res[k].without, b[k][0], b[k][n[k] - 1]);
         if (res[k].goal) schema_goal(f, res[k].goal);
     }
     /* The in-process A/B of the malloc(64)+free loop: both sides under the

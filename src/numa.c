@@ -42,8 +42,7 @@ DSP_STARTUP_TEXT int dsp_numa_configure(const char *value) {
     static const struct {
         const char *word;
         int mode;
-    } words[] = {{"", DSP_NUMA_AUTO},
-                 {"auto", DSP_NUMA_AUTO},
+    } words[] = {{"auto", DSP_NUMA_AUTO},
                  {"device", DSP_NUMA_DEVICE},
                  {"cpu", DSP_NUMA_CPU},
                  {"off", DSP_NUMA_OFF}};

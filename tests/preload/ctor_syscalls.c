@@ -45,9 +45,10 @@ static const char *name_of(long nr) {
         N(read)
         N(write)
         N(close)
-        N(mmap) N(munmap) N(mprotect) N(openat) N(getpid) N(sysinfo) N(capget) N(prlimit64)
-            N(newfstatat) N(clock_gettime) N(rt_sigprocmask) N(madvise) N(sched_getaffinity)
-                N(gettid) N(brk) N(statx) N(fcntl)
+        N(mmap)
+        N(munmap) N(mprotect) N(openat) N(getpid) N(sysinfo) N(capget) N(prlimit64) N(newfstatat)
+            N(clock_gettime) N(rt_sigprocmask) N(madvise) N(sched_getaffinity) N(gettid) N(brk)
+                N(statx) N(fcntl)
 #undef N
                     default : return "?";
     }

@@ -1,8 +1,11 @@
 /* For startup_resident.c: preloaded after libdspreload.so, so that its
- * destructor runs after the library's (the loader finalises in the reverse
- * order of initialisation). It checks that the exit left the fork locks'
- * page (address in TEST_FORK_LOCKS_PAGE, set by the program) untouched, and
- * makes the process exit 1 if not. */
+ * destructor runs after the library's. glibc initialises preloaded objects
+ * that do not depend on each other from the last to the first and finalises
+ * them in the reverse order (both of glibc 2.36's sorts,
+ * glibc.rtld.dynamic_sort=1 and 2); the order is not specified, and were it to
+ * flip, this check would run too early and pass without checking. It checks
+ * that the exit left the fork locks' page (address in TEST_FORK_LOCKS_PAGE,
+ * set by the program) untouched, and makes the process exit 1 if not. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +15,10 @@
 __attribute__((destructor)) static void check(void) {
     const char *a = getenv("TEST_FORK_LOCKS_PAGE");
     if (!a) return; /* the program failed before it set it */
-    uintptr_t page = (uintptr_t)strtoull(a, NULL, 16) & ~(uintptr_t)4095;
+    uintptr_t size = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t page = (uintptr_t)strtoull(a, NULL, 16) & ~(size - 1);
     unsigned char v = 0;
-    if (mincore((void *)page, 4096, &v) != 0) _exit(2);
+    if (mincore((void *)page, size, &v) != 0) _exit(2);
     printf("fork locks' page resident after the library's destructors: %d\n", v & 1);
     fflush(stdout);
     if (v & 1) {

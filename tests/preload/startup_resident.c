@@ -47,15 +47,16 @@ int main(int argc, char **argv) {
     if (!f || getline(&line, &cap, f) < 0) return 2;
     fclose(f);
     free(line);
-    uintptr_t lo = base + (strtoull(argv[1], NULL, 16) & ~(uintptr_t)4095);
+    uintptr_t size = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (base + strtoull(argv[1], NULL, 16)) & ~(size - 1);
     uintptr_t hi = base + strtoull(argv[2], NULL, 16);
-    size_t pages = (hi - lo + 4095) / 4096;
+    size_t pages = (hi - lo + size - 1) / size;
     unsigned char *v = malloc(pages);
     if (!v || mincore((void *)lo, hi - lo, v) != 0) return 2;
     int resident = 0;
     for (size_t i = 0; i < pages; i++)
         if (v[i] & 1) {
-            printf("resident: page at offset 0x%lx\n", (unsigned long)(lo - base + i * 4096));
+            printf("resident: page at offset 0x%lx\n", (unsigned long)(lo - base + i * size));
             resident++;
         }
     int max = atoi(argv[4]);
