@@ -7,6 +7,8 @@
  * dsp_fork_locks' address in the library (nm). The page must not be resident
  * at main(), and must be after a fork with a thread running (which takes the
  * locks): so a wrong offset fails too. */
+#include "pages.h"
+
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -17,24 +19,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static uintptr_t base;
-
-static int find(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    (void)data;
-    if (info->dlpi_name && strstr(info->dlpi_name, "libdspreload")) {
-        base = info->dlpi_addr;
-        return 1;
-    }
-    return 0;
-}
-
-static int resident(uintptr_t addr) {
-    unsigned char v = 0;
-    if (mincore((void *)(addr & ~(uintptr_t)4095), 4096, &v) != 0) return -1;
-    return v & 1;
-}
-
 static void *wait_forever(void *arg) {
     (void)arg;
     pause();
@@ -43,20 +27,20 @@ static void *wait_forever(void *arg) {
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    dl_iterate_phdr(find, NULL);
+    uintptr_t base = shim_base();
     if (!base) {
         fprintf(stderr, "libdspreload.so is not loaded\n");
         return 1;
     }
     uintptr_t locks = base + (uintptr_t)strtoull(argv[1], NULL, 16);
-    int at_start = resident(locks);
+    int at_start = page_resident(locks);
     pthread_t t;
     if (pthread_create(&t, NULL, wait_forever, NULL) != 0) return 2;
     pid_t pid = fork();
     if (pid == 0) _exit(0);
     int st;
     waitpid(pid, &st, 0);
-    int after_fork = resident(locks);
+    int after_fork = page_resident(locks);
     printf("fork locks' page resident: at main %d, after a threaded fork %d\n", at_start,
            after_fork);
     if (at_start != 0 || after_fork != 1) {

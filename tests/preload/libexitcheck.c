@@ -6,6 +6,8 @@
  * flip, this check would run too early and pass without checking. It checks
  * that the exit left the fork locks' page (address in TEST_FORK_LOCKS_PAGE,
  * set by the program) untouched, and makes the process exit 1 if not. */
+#include "pages.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +17,11 @@
 __attribute__((destructor)) static void check(void) {
     const char *a = getenv("TEST_FORK_LOCKS_PAGE");
     if (!a) return; /* the program failed before it set it */
-    uintptr_t size = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t page = (uintptr_t)strtoull(a, NULL, 16) & ~(size - 1);
-    unsigned char v = 0;
-    if (mincore((void *)page, size, &v) != 0) _exit(2);
-    printf("fork locks' page resident after the library's destructors: %d\n", v & 1);
+    int v = page_resident((uintptr_t)strtoull(a, NULL, 16));
+    if (v < 0) _exit(2);
+    printf("fork locks' page resident after the library's destructors: %d\n", v);
     fflush(stdout);
-    if (v & 1) {
+    if (v) {
         fprintf(stderr, "FAIL: the exit touched the fork locks' page\n");
         _exit(1);
     }

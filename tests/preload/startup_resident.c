@@ -12,6 +12,8 @@
  * library, hex); fails when more than MAX of those pages are resident at
  * main(). libexitcheck's destructor, which runs after the library's,
  * checks the fork locks' page. */
+#include "pages.h"
+
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,21 +22,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static uintptr_t base;
-
-static int find(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    (void)data;
-    if (info->dlpi_name && strstr(info->dlpi_name, "libdspreload")) {
-        base = info->dlpi_addr;
-        return 1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv) {
     if (argc != 5) return 2;
-    dl_iterate_phdr(find, NULL);
+    uintptr_t base = shim_base();
     if (!base) {
         fprintf(stderr, "libdspreload.so is not loaded\n");
         return 1;
