@@ -47,9 +47,16 @@ static CUresult missing(const char *name) {
     return CUDA_ERROR_NOT_INITIALIZED;
 }
 
+/* Resolves first; the slot read atomically: a call that passes through while
+ * another thread resolves the layer reads it as that thread fills it
+ * (symbols.c). */
 #define CALL_REAL(fn, ...)                                                                         \
-    (dsp_layer_serving(&layer), /* resolves */                                                     \
-     dsp_real_driver.fn ? DSP_CUDA_OUT(dsp_real_driver.fn(__VA_ARGS__)) : missing(#fn))
+    ({                                                                                             \
+        (void)dsp_layer_serving(&layer);                                                           \
+        __typeof__(dsp_real_driver.fn) f_ =                                                        \
+            __atomic_load_n(&dsp_real_driver.fn, __ATOMIC_ACQUIRE);                                \
+        f_ ? DSP_CUDA_OUT(f_(__VA_ARGS__)) : missing(#fn);                                         \
+    })
 
 static int do_register(void *p, size_t len, unsigned flags) {
     return CALL_REAL(cuMemHostRegister_v2, p, len, flags);

@@ -37,8 +37,14 @@ static cudaError_t missing(const char *name) {
 
 /* The real function, with the guard set: whatever the runtime asks the
  * driver on the way passes straight through (cuda_core.h). */
+/* The slot read atomically: a call that passes through while another thread
+ * resolves the layer reads it as that thread fills it (symbols.c). */
 #define CALL_REAL(fn, ...)                                                                         \
-    (dsp_real_runtime.fn ? DSP_CUDA_OUT(dsp_real_runtime.fn(__VA_ARGS__)) : missing(#fn))
+    ({                                                                                             \
+        __typeof__(dsp_real_runtime.fn) f_ =                                                       \
+            __atomic_load_n(&dsp_real_runtime.fn, __ATOMIC_ACQUIRE);                               \
+        f_ ? DSP_CUDA_OUT(f_(__VA_ARGS__)) : missing(#fn);                                         \
+    })
 
 static int do_register(void *p, size_t len, unsigned flags) {
     return CALL_REAL(cudaHostRegister, p, len, flags);
@@ -62,7 +68,8 @@ static int do_bus_id(char *buf, int len, int dev) {
     return CALL_REAL(cudaDeviceGetPCIBusId, buf, len, dev);
 }
 static void do_forget(void) {
-    if (dsp_real_runtime.cudaGetLastError) DSP_CUDA_OUT(dsp_real_runtime.cudaGetLastError());
+    cudaError_t (*f)(void) = __atomic_load_n(&dsp_real_runtime.cudaGetLastError, __ATOMIC_ACQUIRE);
+    if (f) DSP_CUDA_OUT(f());
 }
 
 static struct dsp_cuda_api api = {

@@ -360,23 +360,36 @@ const char *dsp_sym_object(const void *p) {
     return base ? base + 1 : info.dli_fname;
 }
 
+/* One thread resolves a layer at a time. Two threads' first calls that
+ * resolved together both ran start(), writing the layer's function table at
+ * once, and one's lookups stored a function another had already read as
+ * missing (ThreadSanitizer in cuda_threads, now and then). The thread that
+ * arrives second, or a call from inside start(), passes through: what the
+ * program would have had without the shim. No lock is held: the lookups
+ * (dlsym, dlopen) take the loader's, and a library constructor that the
+ * loader runs under it may call a hook. */
 int dsp_layer_resolve(struct dsp_layer *l) {
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&l->resolving, &idle, 1)) return atomic_load(&l->mode);
     int found_all = 1;
     for (const struct dsp_sym *s = l->syms; s->name; s++) {
-        /* Found ones only: a thread that looked before the library was
-         * loaded must not undo another's finding, which may be serving. */
+        /* Found ones only: a lookup made before the library was loaded must
+         * not undo an earlier finding. */
         void *fn = dsp_sym_next(s->name, l->lib), *none = NULL;
         if (fn)
             __atomic_compare_exchange_n(s->slot, &none, fn, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
         if (!__atomic_load_n(s->slot, __ATOMIC_ACQUIRE) && s->required) found_all = 0;
     }
-    if (!dsp_ensure_init()) return DSP_LAYER_UNRESOLVED; /* re-entered from init: next time */
+    int ready = dsp_ensure_init(); /* 0: re-entered from init */
     /* Before serving: until then no thread takes the layer's locks. */
-    if (l->fork_child) dsp_fork_register(l->fork_slot, l->fork_child);
-    if (!found_all) return DSP_LAYER_UNRESOLVED; /* not loaded yet (a probe): retry later */
+    if (ready && l->fork_child) dsp_fork_register(l->fork_slot, l->fork_child);
+    if (!ready || !found_all) {         /* or the library is not loaded yet (a probe) */
+        atomic_store(&l->resolving, 0); /* the next call tries again */
+        return DSP_LAYER_UNRESOLVED;
+    }
     int m = dsp_opt(l->off_option) == l->off_value ? DSP_LAYER_PASS : DSP_LAYER_SERVING;
     if (m == DSP_LAYER_SERVING && l->start && !l->start()) m = DSP_LAYER_PASS;
     int expected = DSP_LAYER_UNRESOLVED;
     atomic_compare_exchange_strong(&l->mode, &expected, m);
-    return atomic_load(&l->mode);
+    return atomic_load(&l->mode); /* settled: resolving stays set */
 }
