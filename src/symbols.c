@@ -2,10 +2,13 @@
 #include "symbols.h"
 
 #include "config.h"
+#include "sys.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -364,13 +367,26 @@ const char *dsp_sym_object(const void *p) {
  * resolved together both ran start(), writing the layer's function table at
  * once, and one's lookups stored a function another had already read as
  * missing (ThreadSanitizer in cuda_threads, now and then). The thread that
- * arrives second, or a call from inside start(), passes through: what the
- * program would have had without the shim. No lock is held: the lookups
- * (dlsym, dlopen) take the loader's, and a library constructor that the
- * loader runs under it may call a hook. */
+ * arrives second waits for the first and answers as it settled; a call from
+ * inside the resolution (start() reaching a hook) passes through. The wait
+ * is bounded, not a lock: the lookups (dlsym, dlopen) take the loader's
+ * lock, and a library constructor that the loader runs under it may call a
+ * hook meanwhile; after a second that call passes through, what the program
+ * would have had without the shim. */
+#define RESOLVE_WAIT_NS 1000000000ull
+
 int dsp_layer_resolve(struct dsp_layer *l) {
+    uintptr_t self = (uintptr_t)pthread_self();
     int idle = 0;
-    if (!atomic_compare_exchange_strong(&l->resolving, &idle, 1)) return atomic_load(&l->mode);
+    if (!atomic_compare_exchange_strong(&l->resolving, &idle, 1)) {
+        if (atomic_load(&l->resolver) == self) return atomic_load(&l->mode); /* re-entered */
+        uint64_t until = dsp_sys_mono_ns() + RESOLVE_WAIT_NS;
+        while (atomic_load(&l->mode) == DSP_LAYER_UNRESOLVED && atomic_load(&l->resolving) &&
+               dsp_sys_mono_ns() < until)
+            sched_yield();
+        return atomic_load(&l->mode);
+    }
+    atomic_store(&l->resolver, self);
     int found_all = 1;
     for (const struct dsp_sym *s = l->syms; s->name; s++) {
         /* Found ones only: a lookup made before the library was loaded must
@@ -383,7 +399,8 @@ int dsp_layer_resolve(struct dsp_layer *l) {
     int ready = dsp_ensure_init(); /* 0: re-entered from init */
     /* Before serving: until then no thread takes the layer's locks. */
     if (ready && l->fork_child) dsp_fork_register(l->fork_slot, l->fork_child);
-    if (!ready || !found_all) {         /* or the library is not loaded yet (a probe) */
+    if (!ready || !found_all) { /* or the library is not loaded yet (a probe) */
+        atomic_store(&l->resolver, 0);
         atomic_store(&l->resolving, 0); /* the next call tries again */
         return DSP_LAYER_UNRESOLVED;
     }

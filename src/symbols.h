@@ -117,6 +117,7 @@ enum { DSP_LAYER_UNRESOLVED = 0, DSP_LAYER_SERVING = 1, DSP_LAYER_PASS = 2 };
 struct dsp_layer {
     _Atomic int mode;             /* DSP_LAYER_* */
     _Atomic int resolving;        /* a thread is in dsp_layer_resolve, or it settled */
+    _Atomic uintptr_t resolver;   /* that thread (pthread_self) */
     const char *lib;              /* file name prefix: "libcudart.so" */
     const struct dsp_sym *syms;   /* terminated by a NULL name */
     int off_option, off_value;    /* dsp_opt(off_option) == off_value: pass through */
@@ -129,8 +130,8 @@ struct dsp_layer {
 
 /* The slow path: resolves, and settles when the library is loaded. Returns
  * the mode now (DSP_LAYER_UNRESOLVED: ask again at the next call). One thread
- * at a time: a call that arrives while another thread resolves (or from
- * inside the resolution) gets DSP_LAYER_UNRESOLVED and passes through. */
+ * at a time: a call that arrives while another thread resolves waits for it
+ * (a second at most), one from inside the resolution passes through. */
 int dsp_layer_resolve(struct dsp_layer *l);
 
 /* 1 when the layer serves (resolving it first if need be), else 0. */
