@@ -3,6 +3,7 @@
 #include "errname.h"
 #include "log.h"
 #include "sigcgt.h"
+#include "sigmask.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -192,21 +193,13 @@ static int install_one(int sig, struct sigaction *old) {
     return sigaction(sig, &sa, old) != 0 ? -errno : 0;
 }
 
-/* sigismember's answer for a valid signal, read as glibc's <bits/sigset.h>
- * lays the set out: the program's first sigaction reached libc's
- * sigismember through a lazy binding, a symbol lookup (issue 29). */
-static int has_signal(const sigset_t *set, int sig) {
-    enum { BITS = 8 * sizeof(unsigned long) };
-    const unsigned long *w = (const unsigned long *)set;
-    return (int)(w[(unsigned)(sig - 1) / BITS] >> ((unsigned)(sig - 1) % BITS) & 1);
-}
-
 void dsp_guard_note_handler(int sig, const struct sigaction *act) {
     if (!act || sig == SIGSEGV || sig == SIGBUS || act->sa_handler == SIG_DFL ||
         act->sa_handler == SIG_IGN)
         return;
-    if (has_signal(&act->sa_mask, SIGSEGV) || has_signal(&act->sa_mask, SIGBUS))
-        __atomic_store_n(&dsp_guard_ask, 1, __ATOMIC_RELAXED);
+    /* The set's own bits (sigmask.h), not sigismember: the program's first
+     * sigaction bound libc's lazily, a symbol lookup at start-up (issue 29). */
+    if (dsp_sigmask_bits(&act->sa_mask)) __atomic_store_n(&dsp_guard_ask, 1, __ATOMIC_RELAXED);
 }
 
 /* The signals that have a handler now (io/sigcgt.h): 1 with *caught set, 0
@@ -290,8 +283,7 @@ int dsp_guard_checked_ok(void) {
 static int ask_kernel(void) {
     int e = errno;
     sigset_t cur;
-    int open = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && !sigismember(&cur, SIGSEGV) &&
-               !sigismember(&cur, SIGBUS);
+    int open = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && !dsp_sigmask_bits(&cur);
     errno = e;
     return open ? DSP_MASK_OPEN : DSP_MASK_CLOSED;
 }
