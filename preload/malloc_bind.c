@@ -25,6 +25,7 @@
 
 #include "internal.h"
 #include "log.h"
+#include "str.h"
 #include "symbols.h"
 
 #include <elf.h>
@@ -78,11 +79,8 @@ struct object {
  * calls, issue 29). */
 DSP_STARTUP_TEXT static uintptr_t by_name(const struct walk *w, const char *name) {
     unsigned char c = (unsigned char)name[0];
-    for (uint32_t m = c < 128 ? w->by_first[c] : 0; m; m &= m - 1) {
-        const char *a = name + 1, *b = w->t[__builtin_ctz(m)].name + 1;
-        while (*a && *a == *b) a++, b++;
-        if (*a == *b) return w->t[__builtin_ctz(m)].real;
-    }
+    for (uint32_t m = c < 128 ? w->by_first[c] : 0; m; m &= m - 1)
+        if (dsp_str_eq(name, w->t[__builtin_ctz(m)].name)) return w->t[__builtin_ctz(m)].real;
     return 0;
 }
 

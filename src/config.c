@@ -3,6 +3,7 @@
 #include "fmt.h"
 #include "internal.h"
 #include "log.h"
+#include "str.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -40,16 +41,10 @@ DSP_STARTUP_TEXT static int word_eq(const char *a, const char *b) {
     return *a == 0 && *b == 0;
 }
 
-/* The string tests the constructor's parse makes, here rather than libc's:
- * each libc function the library calls first costs a lazy binding, a symbol
- * lookup through every loaded object (issue 29). */
-DSP_STARTUP_TEXT static int starts_with(const char *s, const char *prefix) {
-    while (*prefix)
-        if (*s++ != *prefix++) return 0;
-    return 1;
-}
-
-/* The first c in s (its NUL for 0), or NULL. */
+/* The constructor's parse tests strings by hand (str.h, and char_in): each
+ * libc function the library calls first costs a lazy binding, a symbol
+ * lookup through every loaded object (issue 29). The first c in s (its NUL
+ * for 0), or NULL. */
 DSP_STARTUP_TEXT static const char *char_in(const char *s, char c) {
     for (;; s++) {
         if (*s == c) return s;
@@ -57,15 +52,10 @@ DSP_STARTUP_TEXT static const char *char_in(const char *s, char c) {
     }
 }
 
-DSP_STARTUP_TEXT static int str_eq(const char *a, const char *b) {
-    return starts_with(a, b) && !a[char_in(b, 0) - b];
-}
-
 DSP_STARTUP_TEXT const char *dsp_config_env(char *const *env, const char *name) {
     for (; env && *env; env++) {
-        const char *kv = *env, *n = name;
-        while (*n && *kv == *n) kv++, n++;
-        if (!*n && *kv == '=') return kv + 1;
+        const char *v = dsp_str_after(*env, name);
+        if (v && *v == '=') return v + 1;
     }
     return NULL;
 }
@@ -209,11 +199,12 @@ DSP_STARTUP_TEXT static int parse(enum dsp_opt_id id, const char *text, size_t r
         return parse_int(text, 0, 60000, out);
     case DSP_T_SIZE:
         /* "auto" (or "off") where it is the default: DSP_SIZE_AUTO. */
-        if ((str_eq(d->def, "auto") || str_eq(d->def, "off")) && word_eq(text, d->def)) {
+        if ((dsp_str_eq(d->def, "auto") || dsp_str_eq(d->def, "off")) && word_eq(text, d->def)) {
             *out = (long long)DSP_SIZE_AUTO;
             return 0;
         }
-        if (str_eq(d->def, "auto") && starts_with(d->forms, "auto, off") && word_eq(text, "off")) {
+        if (dsp_str_eq(d->def, "auto") && dsp_str_after(d->forms, "auto, off") &&
+            word_eq(text, "off")) {
             *out = (long long)DSP_SIZE_OFF;
             return 0;
         }
@@ -334,7 +325,7 @@ DSP_STARTUP_TEXT void dsp_config_load_as(char *const *env, size_t ram, int secur
     ignored[0] = 0;
     for (char *const *e = env; *e; e++) {
         const char *kv = *e;
-        if (!starts_with(kv, "DSP_")) continue;
+        if (!dsp_str_after(kv, "DSP_")) continue;
         const char *eq = char_in(kv, '=');
         if (!eq) continue;
         char name[64];

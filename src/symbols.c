@@ -2,6 +2,7 @@
 #include "symbols.h"
 
 #include "config.h"
+#include "str.h"
 #include "sys.h"
 
 #include <dlfcn.h>
@@ -33,20 +34,13 @@ __attribute__((used)) DSP_STARTUP_DATA void *dsp_glibc_dlsym_ptr, *dsp_glibc_dlv
 
 #define NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
 
-NO_SANITIZE static int same_str(const char *a, const char *b) {
-    while (*a && *a == *b) a++, b++;
-    return *a == *b;
-}
-
 /* Whether path's file name starts with prefix; by hand: no lazy binding of
  * strrchr at start-up. */
 DSP_STARTUP_TEXT NO_SANITIZE static int named(const char *path, const char *prefix) {
     const char *s = path;
     for (const char *p = path; p && *p; p++)
         if (*p == '/') s = p + 1;
-    if (!s) return 0;
-    while (*prefix && *s == *prefix) s++, prefix++;
-    return !*prefix;
+    return s && dsp_str_after(s, prefix) != NULL;
 }
 
 NO_SANITIZE static uint32_t gnu_hash(const char *s) {
@@ -60,7 +54,7 @@ DSP_STARTUP_TEXT NO_SANITIZE static const ElfW(Sym) *
     const ElfW(Sym) *s = &t->symtab[i];
     unsigned type = ELF64_ST_TYPE(s->st_info);
     if (s->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC)) return NULL;
-    return same_str(t->strtab + s->st_name, name) ? s : NULL;
+    return dsp_str_eq(t->strtab + s->st_name, name) ? s : NULL;
 }
 
 /* The definition of name in one object's tables (any version: glibc's
@@ -192,7 +186,7 @@ DSP_STARTUP_TEXT static int next_in(const struct dsp_elf_tables *t, const char *
         int kind_ok = type <= STT_FUNC || type == STT_COMMON || type == STT_TLS ||
                       type == STT_GNU_IFUNC; /* NOTYPE, OBJECT, FUNC and those */
         if ((h | 1) == (h2 | 1) && s->st_shndx != SHN_UNDEF && (s->st_value || type == STT_TLS) &&
-            kind_ok && bind != STB_LOCAL && same_str(t->strtab + s->st_name, name)) {
+            kind_ok && bind != STB_LOCAL && dsp_str_eq(t->strtab + s->st_name, name)) {
             ElfW(Half) v = t->versym ? t->versym[i] : 0;
             if ((v & 0x7fff) < 2) {
                 *found = s;
