@@ -258,34 +258,16 @@ static double spawn_one(char *const *argv, const char *preload, double *cpu) {
     return (now() - t) * 1e3;
 }
 
-/* Start-up with and without the shim, spawned alternately so that both see
- * the same load: medians of wall and child CPU ms. */
-static int startup(char *const *argv, const char *lib, int count, double *with, double *without,
-                   double *cpu_with, double *cpu_without) {
-    double w[512], wo[512], cw[512], cwo[512];
-    for (int i = 0; i < count; i++) {
-        w[i] = spawn_one(argv, lib, &cw[i]);
-        wo[i] = spawn_one(argv, NULL, &cwo[i]);
-        if (w[i] < 0 || wo[i] < 0) return -1;
-    }
-    *with = median(w, count), *without = median(wo, count);
-    *cpu_with = median(cw, count), *cpu_without = median(cwo, count);
-    return 0;
-}
-
-/* Start-up of argv three ways, alternating: with lib, with an empty preloaded
- * library (what the loader's work for any LD_PRELOAD costs) and without a
- * preload; medians of wall ms. */
-static int startup3(char *const *argv, const char *lib, const char *empty, int count, double *with,
-                    double *with_empty, double *without) {
-    double w[512], e[512], wo[512], cpu;
-    for (int i = 0; i < count; i++) {
-        w[i] = spawn_one(argv, lib, &cpu);
-        e[i] = spawn_one(argv, empty, &cpu);
-        wo[i] = spawn_one(argv, NULL, &cpu);
-        if (w[i] < 0 || e[i] < 0 || wo[i] < 0) return -1;
-    }
-    *with = median(w, count), *with_empty = median(e, count), *without = median(wo, count);
+/* Start-up of argv under each of the k preloads of pre (NULL: none; at most
+ * 3), spawned in turn so that all see the same load: the medians of wall ms
+ * in wall[], and of the child's CPU ms in cpu[]. */
+static int startup(char *const *argv, const char *const *pre, int k, int count, double *wall,
+                   double *cpu) {
+    double w[3][512], c[3][512];
+    for (int i = 0; i < count; i++)
+        for (int j = 0; j < k; j++)
+            if ((w[j][i] = spawn_one(argv, pre[j], &c[j][i])) < 0) return -1;
+    for (int j = 0; j < k; j++) wall[j] = median(w[j], count), cpu[j] = median(c[j], count);
     return 0;
 }
 
@@ -378,23 +360,24 @@ int main(int argc, char **argv) {
         b[1][r] = run_child("mixed", quick, none);
         a[1][r] = run_child("mixed", quick, off);
         char *true_argv[] = {"/bin/true", NULL}, *py_argv[] = {(char *)python, "-c", "pass", NULL};
-        double py_cpu[2];
-        if (startup(true_argv, lib, quick ? 40 : 100, &a[2][r], &b[2][r], &a[5][r], &b[5][r]))
+        /* The shim, no preload, and for Python an empty preloaded library. */
+        const char *pre[] = {lib, NULL, empty};
+        double wall[3], cpu[3];
+        if (startup(true_argv, pre, 2, quick ? 40 : 100, wall, cpu))
             a[2][r] = -1;
+        else
+            a[2][r] = wall[0], b[2][r] = wall[1], a[5][r] = cpu[0], b[5][r] = cpu[1];
         b[3][r] = b[4][r] = run_child("large", quick, glibc_fresh);
         a[3][r] = run_child("large", quick, fresh);
         a[4][r] = run_child("large", quick, pooled);
         best_of_abba("churn", quick, off, none, &a[CHURN][r], &b[CHURN][r]);
         a[STARTUP_PY][r] = b[STARTUP_PY][r] = a[STARTUP_EMPTY][r] = b[STARTUP_EMPTY][r] = 1;
-        if (have_python && have_empty &&
-            startup3(py_argv, lib, empty, quick ? 40 : 100, &a[STARTUP_PY][r], &a[STARTUP_EMPTY][r],
-                     &b[STARTUP_PY][r]))
+        if (have_python && startup(py_argv, pre, have_empty ? 3 : 2, quick ? 40 : 100, wall, cpu))
             a[STARTUP_PY][r] = -1;
-        if (have_python && have_empty) b[STARTUP_EMPTY][r] = b[STARTUP_PY][r];
-        if (have_python && !have_empty &&
-            startup(py_argv, lib, quick ? 40 : 100, &a[STARTUP_PY][r], &b[STARTUP_PY][r],
-                    &py_cpu[0], &py_cpu[1]))
-            a[STARTUP_PY][r] = -1;
+        else if (have_python) {
+            a[STARTUP_PY][r] = wall[0], b[STARTUP_PY][r] = wall[1];
+            if (have_empty) a[STARTUP_EMPTY][r] = wall[2], b[STARTUP_EMPTY][r] = wall[1];
+        }
         for (int i = 2 * r; i < 2 * r + 2; i++) {
             a[PYDICT][i] = b[PYDICT][i] = a[PYDICT_MALLOC][i] = b[PYDICT_MALLOC][i] = 1;
             if (!have_python) continue;
