@@ -55,6 +55,9 @@ int dsp_fdcalls_bound(void); /* preload/fdcalls.c */
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static _Atomic int ready;
 static int active; /* 0: pass everything through unexamined (no safe way to read iocbs) */
+/* 1 once resolved, active, under a policy with a fast path (io_submit's one
+ * test before it reads an iocb: stored before ready). */
+static _Atomic int fast;
 
 /* --- the real functions, or the system calls they wrap -------------------- */
 
@@ -122,6 +125,10 @@ static void resolve(void) {
                      "definition first, or a sanitizer build): O_DIRECT and alignment are asked "
                      "at each io_submit that needs them");
         active = 1;
+        if (dsp_aio_policy == DSP_AIO_BOUNCE_NEVER || dsp_aio_policy == DSP_AIO_BOUNCE_MISALIGNED) {
+            dsp_aio_fast_mask = dsp_aio_policy == DSP_AIO_BOUNCE_NEVER ? 0 : DSP_DIO_MAX_ALIGN - 1;
+            atomic_store_explicit(&fast, 1, memory_order_release);
+        }
         /* Before ready: until then no thread takes tab_mu or bounce's mu. */
         dsp_fork_register(DSP_FORK_AIO, dsp_aio_state_fork_child);
         dsp_fork_register(DSP_FORK_BOUNCE, dsp_bounce_fork_child);
@@ -163,13 +170,6 @@ static void count(const struct dsp_aio_plan *p, long n) {
     count_classes(c, (uint64_t)n, bytes);
 }
 
-/* The fast path's classes (io/aio_classify.h), by their counter. */
-static const enum dsp_stat_id fast_stat[DSP_AIO_BOUNCED] = {
-    [DSP_AIO_PASS] = DSP_ST_aio_passthrough,
-    [DSP_AIO_DIRECT_PINNED] = DSP_ST_aio_direct_pinned,
-    [DSP_AIO_DIRECT_UNPINNED] = DSP_ST_aio_direct_unpinned,
-};
-
 static void unprepare(struct dsp_aio_plan *p, long from, long to) {
     for (long i = from; i < to; i++)
         if (p[i].st) {
@@ -194,7 +194,7 @@ static __attribute__((noinline)) int submit_planned(io_context_t ctx, long nr, s
              * It looks at the context first (-EINVAL for one it does not
              * know), then reads the array and the iocb (-EFAULT). */
             int r = real.submit(ctx, 1, ios);
-            if (r > 0) count_classes((uint64_t[4]){1, 0, 0, 0}, 1, 0);
+            if (r > 0) count_classes((uint64_t[4]){[DSP_AIO_PASS] = 1}, 1, 0);
             return r;
         }
         struct iocb **arr = ios + done;
@@ -232,28 +232,64 @@ static __attribute__((noinline)) int submit_slow(io_context_t ctx, long nr, stru
     return r;
 }
 
-DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
+/* The counts of the r iocbs a fast classification let through. */
+static __attribute__((noinline)) void count_odd(const uint8_t *cls, int r) {
+    uint64_t c[4] = {0, 0, 0, 0};
+    for (int i = 0; i < r; i++) c[cls[i]]++;
+    count_classes(c, (uint64_t)r, 0);
+}
+static inline void count_fast(const uint8_t *cls, unsigned odd, int r) {
+    if (r <= 0) return;
+    if (odd) {
+        count_odd(cls, r);
+        return;
+    }
+    /* All unpinned reads and writes: two adds to the thread's block. */
+    dsp_stat_add_mine2(DSP_ST_aio_iocbs, DSP_ST_aio_direct_unpinned, (uint64_t)r);
+}
+
+/* Every call io_submit's fast path does not take: the first ones
+ * (resolving), nr outside 1..DSP_AIO_FAST_MAX, a thread whose mask is not
+ * known open (asked here), an iocb that needs the general path. Up to
+ * DSP_AIO_CHUNK iocbs are still classified the fast way, a part at a time. */
+static __attribute__((noinline)) int submit_general(io_context_t ctx, long nr, struct iocb **ios) {
     ensure_ready();
     /* nr < 0 and nr == 0 are the kernel's to answer (-EINVAL, or 0 after
      * the context is checked). */
     if (nr <= 0 || !active) return real.submit(ctx, nr, ios);
     int prev = dsp_guard_enter();
-    /* The common case in a small frame, without touching errno: neither
-     * the classification nor libaio's io_submit sets it (issue 29: every
-     * instruction here is paid once per I/O at a million IOPS). */
     uint8_t cls[DSP_AIO_CHUNK];
+    unsigned odd = 0, o;
+    long at = 0;
+    if (atomic_load_explicit(&fast, memory_order_relaxed) && nr <= DSP_AIO_CHUNK)
+        for (; at < nr; at += DSP_AIO_FAST_MAX, odd |= o)
+            if (!dsp_aio_fast_classify(ios + at,
+                                       nr - at < DSP_AIO_FAST_MAX ? nr - at : DSP_AIO_FAST_MAX,
+                                       cls + at, &o))
+                break;
     int r;
-    if (nr <= DSP_AIO_CHUNK && dsp_aio_fast_classify(ios, nr, cls)) {
+    if (at >= nr) {
         r = real.submit(ctx, nr, ios);
-        if (r > 0) {
-            /* One add per iocb: no table of classes to clear and sum. */
-            dsp_stat_add_mine(DSP_ST_aio_iocbs, (uint64_t)r);
-            for (int i = 0; i < r; i++) dsp_stat_add_mine(fast_stat[cls[i]], 1);
-        }
+        count_fast(cls, odd, r);
     } else {
         r = submit_slow(ctx, nr, ios);
     }
     dsp_guard_leave(prev);
+    return r;
+}
+
+DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
+    /* The common case in a small frame, one test before the iocbs are read,
+     * errno untouched: neither the classification nor libaio's io_submit
+     * sets it (issue 29: every instruction here is paid once per I/O at a
+     * million IOPS; tests/aio: aio_hook_steps counts them). */
+    uint8_t cls[DSP_AIO_FAST_MAX];
+    unsigned odd;
+    if (DSP_UNLIKELY(!atomic_load_explicit(&fast, memory_order_acquire)) ||
+        (unsigned long)nr - 1 >= DSP_AIO_FAST_MAX || !dsp_aio_fast_classify(ios, nr, cls, &odd))
+        return submit_general(ctx, nr, ios);
+    int r = real.submit(ctx, nr, ios);
+    count_fast(cls, odd, r);
     return r;
 }
 
@@ -310,9 +346,20 @@ static void finish(struct io_event *ev, long n) {
     errno = e;
 }
 
+static __attribute__((noinline)) int getevents_first(io_context_t ctx, long min_nr, long nr,
+                                                     struct io_event *ev, struct timespec *ts) {
+    ensure_ready();
+    int r = real.getevents(ctx, min_nr, nr, ev, ts);
+    finish(ev, r);
+    return r;
+}
+
 DSP_API int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
                          struct timespec *ts) {
-    ensure_ready();
+    /* Resolving out of line: nothing but ev kept across the real call
+     * (issue 29: paid once per I/O). */
+    if (DSP_UNLIKELY(!atomic_load_explicit(&ready, memory_order_acquire)))
+        return getevents_first(ctx, min_nr, nr, ev, ts);
     int r = real.getevents(ctx, min_nr, nr, ev, ts);
     finish(ev, r);
     return r;

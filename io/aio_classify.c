@@ -20,6 +20,7 @@
 #define FD_CACHE 8 /* distinct fds queried per io_submit */
 
 int dsp_aio_policy;
+uint64_t dsp_aio_fast_mask;
 
 struct fdinfo {
     int fd, direct;

@@ -16,10 +16,12 @@
 
 #define DSP_AIO_CHUNK 128 /* iocbs classified and submitted per real call */
 
+/* DIRECT_UNPINNED is 0: the fast path's common class, which it tells from the
+ * others with one OR over the iocbs (dsp_aio_fast_classify). */
 enum dsp_aio_cls {
-    DSP_AIO_PASS = 0,
+    DSP_AIO_DIRECT_UNPINNED = 0,
+    DSP_AIO_PASS,
     DSP_AIO_DIRECT_PINNED,
-    DSP_AIO_DIRECT_UNPINNED,
     DSP_AIO_BOUNCED
 };
 
@@ -38,78 +40,69 @@ struct dsp_aio_plan {
 /* DSP_AIO_BOUNCE, set by io/aio.c before the first classification. */
 extern int dsp_aio_policy;
 
-/* One iocb's class on the fast path, or -1 when the general path must see
- * it: a plain read or write that the policy sends as it is (4 KiB-aligned
- * under misaligned, anything under never), or an opcode the shim never
- * touches. Misaligned I/O counts as sent as it is where the fd cache already
- * holds the fd as buffered (dsp_dio_peek: no query here, the general path
- * asks; issue 29: fio's buffered default). any: whether anything is
- * registered (nothing is pinned otherwise). */
-static inline int fast_one(uint16_t op, uint32_t fd, uint64_t buf, uint64_t len, uint64_t off,
-                           int any) {
-    if (op == IOCB_CMD_PREADV || op == IOCB_CMD_PWRITEV) return -1;
-    if (op != IOCB_CMD_PREAD && op != IOCB_CMD_PWRITE) return DSP_AIO_PASS;
-    uint64_t bits = buf | len | (op == IOCB_CMD_PREAD ? off : 0);
-    if (dsp_aio_policy != DSP_AIO_BOUNCE_NEVER &&
-        (dsp_aio_policy != DSP_AIO_BOUNCE_MISALIGNED ||
-         ((bits & (DSP_DIO_MAX_ALIGN - 1)) && dsp_dio_peek((int)fd) != 0)))
-        return -1;
-    return any && len <= DSP_MAX_RW && dsp_reg_contains(buf, len) ? DSP_AIO_DIRECT_PINNED
-                                                                  : DSP_AIO_DIRECT_UNPINNED;
-}
+/* The fast path's whole policy, set by io/aio.c before it turns the path on:
+ * a read or write with any of these bits set in its buffer, length or (for a
+ * read) offset needs the fd cache's word to go as it is. DSP_DIO_MAX_ALIGN - 1
+ * under DSP_AIO_BOUNCE=misaligned, 0 under never (every read and write goes as
+ * it is); the other policies have no fast path. */
+extern uint64_t dsp_aio_fast_mask;
 
-/* The common case, in one pass, inside dsp_guard_enter/leave; inline in
- * io_submit (issue 29: every instruction here is paid once per I/O). Returns
- * 1 with cls[] filled when the fast path covers all n iocbs (at most
- * DSP_AIO_CHUNK); 0 sends the call down the general path (which also answers
- * any bad pointer exactly). The cost per iocb: four words read by
- * dsp_guard_iocb_words where it exists (no jump buffer to set up), a few
- * tests, and a registry lookup only while something is registered
- * (tests/aio: aio_hook_steps counts the instructions). */
-static inline int dsp_aio_fast_classify(struct iocb **ios, long n, uint8_t *cls) {
-    if (!dsp_guard_faults_ok) return 0; /* no plain loads in this thread */
+/* The common case, in one pass; inline in io_submit (issue 29: every
+ * instruction here is paid once per I/O). n is 1 to DSP_AIO_FAST_MAX. Returns
+ * 1 when the fast path covers all n iocbs, with cls[] filled and the OR of
+ * their classes in *odd (0: all DSP_AIO_DIRECT_UNPINNED), or 0 to send the
+ * call down the general path, which also answers any bad pointer exactly.
+ * Per iocb: four words read by dsp_guard_iocb_words (no jump buffer to set
+ * up), a few tests of opcode and alignment (the fd cache's word only for a
+ * misaligned one: docs/io.md), and a registry lookup only while something is
+ * registered (tests/aio: aio_hook_steps counts the instructions).
+ *
+ * Only in a thread whose tracked mask leaves SIGSEGV and SIGBUS open, so a
+ * fault of the words' loads reaches the guard's handler; the check stands in
+ * for dsp_guard_enter/leave, which the fast path does not need (its loads
+ * are resumed by address, io/guard.c). Any other thread, and a first call,
+ * takes the general path, which asks. */
+#define DSP_AIO_FAST_MAX 32
+static inline __attribute__((always_inline)) int
+dsp_aio_fast_classify(struct iocb **ios, long n, uint8_t *cls, unsigned *odd) {
+    if (__atomic_load_n(&dsp_guard_mask, __ATOMIC_RELAXED) != DSP_MASK_OPEN ||
+        __atomic_load_n(&dsp_guard_ask, __ATOMIC_RELAXED))
+        return 0;
+    /* The array is checked as the iocb pointers are (io/guard.c): a bad one
+     * is the general path's to answer without a load. One compare for any n
+     * up to DSP_AIO_FAST_MAX (an array in the top 256 bytes of the address
+     * space goes the general way). */
+    if ((uintptr_t)ios - 65536 > DSP_USER_VA_END - 65536 - sizeof *ios * DSP_AIO_FAST_MAX) return 0;
+    uint64_t w[4 * DSP_AIO_FAST_MAX];
+    if (dsp_guard_iocb_words((void *const *)ios, n, w) != n) return 0;
     /* Nothing registered (most programs: no pin yet), nothing is pinned: no
      * lookup per iocb (issue 29: a sixth of the hook's instructions under
      * fio). A block registered meanwhile counts as unpinned, as it would a
      * moment earlier. */
     int any = dsp_reg_count() != 0;
-#if DSP_GUARD_IOCB_WORDS
-    /* The array is checked as the iocb pointers are (io/guard.c): a bad one
-     * is the general path's to answer without a load. */
-    if (!dsp_guard_plausible((uintptr_t)ios, sizeof *ios * (size_t)n)) return 0;
-    enum { PART = 16 };
-    uint64_t w[4 * PART];
-    for (long at = 0; at < n; at += PART) {
-        long k = n - at < PART ? n - at : PART;
-        if (dsp_guard_iocb_words((void *const *)(ios + at), k, w) != k) return 0;
-        for (long i = 0; i < k; i++) {
-            const uint64_t *x = w + 4 * i;
-            int c = fast_one((uint16_t)x[0], (uint32_t)(x[0] >> 32), x[1], x[2], x[3], any);
-            if (c < 0) return 0;
-            cls[at + i] = (uint8_t)c;
+    uint64_t mask = dsp_aio_fast_mask;
+    unsigned all = 0;
+    for (long i = 0; i < n; i++) {
+        const uint64_t *x = w + 4 * i;
+        unsigned op = (uint16_t)x[0], c = DSP_AIO_DIRECT_UNPINNED;
+        if (op > IOCB_CMD_PWRITE) {
+            if (op == IOCB_CMD_PREADV || op == IOCB_CMD_PWRITEV) return 0;
+            c = DSP_AIO_PASS; /* an opcode the shim never touches */
+        } else {
+            /* A write's offset is never widened (docs/io.md). */
+            uint64_t bits = x[1] | x[2] | (op == IOCB_CMD_PREAD ? x[3] : 0);
+            /* Misaligned counts as sent as it is where the fd cache already
+             * holds the fd as buffered (no query here, the general path asks;
+             * issue 29: fio's buffered default). */
+            if ((bits & mask) && dsp_dio_peek((int)(x[0] >> 32)) != 0) return 0;
+            if (any && x[2] <= DSP_MAX_RW && dsp_reg_contains(x[1], x[2]))
+                c = DSP_AIO_DIRECT_PINNED;
         }
+        cls[i] = (uint8_t)c;
+        all |= c;
     }
+    *odd = all;
     return 1;
-#else
-    volatile int all = 0;
-    int failed;
-    DSP_GUARD_BEGIN(failed)
-    if (dsp_guard_plausible((uintptr_t)ios, sizeof *ios * (size_t)n)) {
-        long i = 0;
-        for (; i < n; i++) {
-            const struct iocb *cb = ios[i];
-            if (!dsp_guard_plausible((uintptr_t)cb, sizeof *cb)) break;
-            int c = fast_one(cb->aio_lio_opcode, cb->aio_fildes, cb->aio_buf, cb->aio_nbytes,
-                             (uint64_t)cb->aio_offset, any);
-            if (c < 0) break;
-            cls[i] = (uint8_t)c;
-        }
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        all = i == n;
-    }
-    DSP_GUARD_END();
-    return !failed && all;
-#endif
 }
 
 /* Classifies ios[0..n) (n at most DSP_AIO_CHUNK) into p, preparing a bounced

@@ -127,19 +127,20 @@ long dsp_guard_gather(void *dst, const void *const *src, size_t each, long n);
 
 /* For io_submit's fast path (issue 29: sigsetjmp and the guard's set-up were
  * a third of the hook's instructions): for each of n iocb pointers in ios,
- * the four words at byte 16 of the iocb (opcode, reqprio and fd; buf;
- * nbytes; offset) into out[4 * i ...]. Returns how many iocbs were read
- * whole: fewer than n where a load faults (the fault handler resumes the
- * routine at its exit, by the faulting instruction's address: no jump
- * buffer) or an iocb pointer fails dsp_guard_plausible (not loaded; the
- * caller checks the array itself). Only with dsp_guard_faults_ok set. DSP_GUARD_IOCB_WORDS is 0
- * where the routine is not written (not x86-64): callers use DSP_GUARDED. */
+ * the four words at byte 16 of the iocb (opcode and fd, as opcode | fd << 32;
+ * buf; nbytes; offset) into out[4 * i ...]. Returns how many iocbs were read
+ * whole: fewer than n where a load faults or an iocb pointer fails
+ * dsp_guard_plausible (not loaded; the caller checks the array itself). Only
+ * in a thread that takes its faults in the guard's handler (SIGSEGV and
+ * SIGBUS not blocked). On x86-64 (DSP_GUARD_IOCB_WORDS) a routine in
+ * assembly whose faults the handler resumes at its exit, by the faulting
+ * instruction's address: no jump buffer; elsewhere C under DSP_GUARD_BEGIN. */
 #if defined(__x86_64__)
 #define DSP_GUARD_IOCB_WORDS 1
-long dsp_guard_iocb_words(void *const *ios, long n, uint64_t *out);
 #else
 #define DSP_GUARD_IOCB_WORDS 0
 #endif
+long dsp_guard_iocb_words(void *const *ios, long n, uint64_t *out);
 
 /* 1 when process_vm_readv works on our own memory (seccomp may refuse it),
  * else 0: without it a thread that blocks SIGSEGV or SIGBUS cannot examine

@@ -85,7 +85,6 @@ struct inner {
 static struct {
     _Atomic unsigned seq; /* odd while a writer is changing the tree */
     struct node *root;    /* NULL while empty */
-    size_t count;
     uint32_t gen;
     /* Freed nodes, linked through prev / child[0] (atomic stores: stale
      * readers may still look at them). */
@@ -94,7 +93,6 @@ static struct {
     struct dsp_slab leaves, inners;
 } R = {0,
        NULL,
-       0,
        1,
        NULL,
        NULL,
@@ -264,9 +262,7 @@ int dsp_reg_contains(uintptr_t addr, size_t len) {
     }
 }
 
-size_t dsp_reg_count(void) {
-    return LD(R.count);
-}
+size_t dsp_reg_n;
 
 uint32_t dsp_reg_generation(void) {
     return LD(R.gen);
@@ -510,7 +506,7 @@ int dsp_reg_insert(uintptr_t base, size_t len, unsigned kind, unsigned flags, vo
         }
     }
     if (leaf) dsp_pmap_set(leaf, base, len, v.gen);
-    ST(R.count, R.count + 1);
+    ST(dsp_reg_n, dsp_reg_n + 1);
     write_end();
     return 0;
 }
@@ -562,7 +558,7 @@ int dsp_reg_remove(uintptr_t base, struct dsp_range *out) {
     if (rc >= 0) {
         if (out) *out = r;
         if (in_pmap(r.kind, r.base, r.end - r.base)) dsp_pmap_clear(r.base);
-        ST(R.count, R.count - 1);
+        ST(dsp_reg_n, dsp_reg_n - 1);
         if (rc == 1) { /* the root itself emptied */
             if (R.root->leaf)
                 drop_leaf((struct leaf *)R.root);

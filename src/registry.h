@@ -48,7 +48,12 @@ int dsp_reg_set_flags(uintptr_t base, unsigned flags);
 /* The current generation: a range whose gen differs was inherited across fork. */
 uint32_t dsp_reg_generation(void);
 
-size_t dsp_reg_count(void);
+/* How many ranges are registered: read inline by io_submit's fast path
+ * (issue 29), written by the registry's writers only. */
+extern size_t dsp_reg_n;
+static inline size_t dsp_reg_count(void) {
+    return __atomic_load_n(&dsp_reg_n, __ATOMIC_RELAXED);
+}
 
 /* Tests only (tests/unit/test_registry.c): when set, called by every writer
  * between the two increments of the sequence counter. */
