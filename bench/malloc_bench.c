@@ -409,6 +409,15 @@ int main(int argc, char **argv) {
                         res[k].without, b[k][0], b[k][n[k] - 1]);
         if (res[k].goal) schema_goal(f, res[k].goal);
     }
+    /* The floor under the start-up figure, for the report: what the loader
+     * alone costs for a preloaded library, measured in the same rounds. */
+    if (have_python && have_empty)
+        schema_note(schema_find("malloc.startup_python_ms"),
+                    "an empty preloaded library added %+.3f ms in the same rounds (what any "
+                    "LD_PRELOAD costs this program here); the shim's own share: %+.3f ms",
+                    res[STARTUP_EMPTY].with - res[STARTUP_EMPTY].without,
+                    (res[STARTUP_PY].with - res[STARTUP_PY].without) -
+                        (res[STARTUP_EMPTY].with - res[STARTUP_EMPTY].without));
     /* The in-process A/B of the malloc(64)+free loop: both sides under the
      * same load, but sensitive to the code layout of this program (runs of
      * different builds put it on either side of 1); the goal needs both figures. */

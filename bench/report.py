@@ -129,6 +129,54 @@ def goal_met(f):
     return {">=": v >= bound, ">": v > bound, "<=": v <= bound, "<": v < bound}[op]
 
 
+def rel_spread(lo_hi, mid):
+    """(max - min) / mid of a [min, max] pair, or None."""
+    if not lo_hi or None in lo_hi or not mid:
+        return None
+    return abs(lo_hi[1] - lo_hi[0]) / abs(mid)
+
+
+def shortfall(f):
+    """How far a missed goal is from being met, relative to the goal (or, for a
+    delta, to the baseline), or None where that cannot be told."""
+    goal = f.get("goal") or ""
+    pair = f.get("pair_spread")
+    m = re.match(r"\s*median ratio >= ([0-9.]+), no pair below ([0-9.]+)", goal)
+    if m and f.get("ratio") is not None:
+        med, floor = float(m.group(1)), float(m.group(2))
+        if f["ratio"] < med:
+            return 1 - f["ratio"] / med
+        return 1 - pair[0] / floor if pair and pair[0] < floor else None
+    g = re.fullmatch(r"\s*(ratio|value|delta)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*", goal)
+    if not g:
+        return None
+    what, bound = g.group(1), float(g.group(3))
+    if what == "ratio" and f.get("ratio") and bound:
+        return abs(1 - f["ratio"] / bound)
+    if what == "delta" and None not in (f.get("value"), f.get("baseline")) and f["baseline"]:
+        return abs(f["value"] - f["baseline"] - bound) / abs(f["baseline"])
+    if what == "value" and f.get("value") is not None and bound:
+        return abs(1 - f["value"] / bound)
+    return None
+
+
+def why_missed(f):
+    """Why a goal was missed, as far as the run itself can tell: the benchmark's
+    note, and whether the miss is smaller than the spread of the figure's own
+    repeats (of the figure, its baseline, or its pairs), which is what a
+    figure that depends on the machine's load looks like on a shared VM."""
+    out = [f["note"]] if f.get("note") else []
+    short = shortfall(f)
+    spreads = [rel_spread(f.get("spread"), f.get("value")),
+               rel_spread(f.get("baseline_spread"), f.get("baseline")),
+               rel_spread(f.get("pair_spread"), f.get("ratio"))]
+    spreads = [x for x in spreads if x is not None]
+    if short is not None and spreads and short < max(spreads):
+        out.append(f"load-sensitive: short by {short:.1%}, less than the spread of its own "
+                   f"repeats in this run ({max(spreads):.0%})")
+    return "; ".join(out)
+
+
 # --- merge -----------------------------------------------------------------
 
 
@@ -246,8 +294,10 @@ def markdown(res, img_prefix="", heading="#"):
     out += ["", f"{heading}# Goals", ""]
     for f in goals:
         state = {True: "met", False: "NOT met", None: "not measured"}[f.get("met")]
+        why = why_missed(f) if f.get("met") is False else ""
         out.append(f"- **{state}**: {f.get('what') or f['id']}: {num(f.get('value'))} "
-                   f"{f.get('unit', '')}, ratio {num(f.get('ratio'))}x (goal: {f['goal']})")
+                   f"{f.get('unit', '')}, ratio {num(f.get('ratio'))}x (goal: {f['goal']})"
+                   + (f". Why: {why}" if why else ""))
     for e in missing:
         out.append(f"- **not measured**: {e['name']} ({e['status']})")
     if not goals and not missing:

@@ -3,15 +3,18 @@
  *   {"bench": NAME, "quick": bool,
  *    "figures": [{"id", "what", "unit", "value", "baseline", "baseline_what",
  *                 "ratio", "higher_is_better", "spread": [min, max], "repeats",
- *                 "goal", "met", "baseline_spread"}],
+ *                 "goal", "met", "baseline_spread", "note"}],
  *    "series": {PLOT: [{"label", "x", "y", "y_min", "y_max", "x_unit", "y_unit"}]}}
  * ratio is how many times better than the baseline (baseline / value for times,
- * value / baseline for throughputs): above 1 is better. Figures and series are
+ * value / baseline for throughputs): above 1 is better. note: what the run itself
+ * found that limits the figure on this machine (bench/report.py prints it
+ * beside a missed goal). Figures and series are
  * collected in memory and written at once by schema_write(). */
 #ifndef DSP_BENCH_SCHEMA_H
 #define DSP_BENCH_SCHEMA_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +24,7 @@
 #define SCHEMA_MAX_POINTS 16
 
 struct schema_fig {
-    char id[64], what[128], unit[16], baseline_what[96], goal[48];
+    char id[64], what[128], unit[16], baseline_what[96], goal[48], note[256];
     double value, lo, hi;          /* median and spread of the repeats */
     double base, base_lo, base_hi; /* NAN: no baseline */
     int repeats, higher_is_better;
@@ -83,6 +86,23 @@ static inline void schema_goal(struct schema_fig *f, const char *goal) {
              : !strcmp(op, ">")  ? v > bound
              : !strcmp(op, "<=") ? v <= bound
                                  : v < bound;
+}
+
+/* The figure added with id, or NULL. */
+static inline struct schema_fig *schema_find(const char *id) {
+    for (int i = 0; i < schema_nfigs; i++)
+        if (!strcmp(schema_figs[i].id, id)) return &schema_figs[i];
+    return NULL;
+}
+
+/* The figure's note: printf-style. */
+static inline __attribute__((format(printf, 2, 3))) void schema_note(struct schema_fig *f,
+                                                                      const char *fmt, ...) {
+    if (!f) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->note, sizeof f->note, fmt, ap);
+    va_end(ap);
 }
 
 /* Adds a point to the series `label` of plot `plot` (created on first use). */
@@ -184,7 +204,9 @@ static inline int schema_write(const char *path, const char *bench, int quick) {
         schema_kstr(f, "baseline_what", base ? g->baseline_what : NULL);
         schema_knum(f, "ratio", schema_ratio(g));
         schema_kstr(f, "goal", g->goal[0] ? g->goal : NULL);
-        fprintf(f, ", \"met\": %s}", g->met < 0 ? "null" : g->met ? "true" : "false");
+        fprintf(f, ", \"met\": %s", g->met < 0 ? "null" : g->met ? "true" : "false");
+        if (g->note[0]) schema_kstr(f, "note", g->note);
+        fputc('}', f);
     }
     fprintf(f, "\n ],\n \"series\": {");
     int nplots = 0;

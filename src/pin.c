@@ -210,7 +210,7 @@ int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus, int
     return rc;
 }
 
-static int auto_threads(struct dsp_manager *m, size_t len) {
+int dsp_pin_threads(struct dsp_manager *m, size_t len) {
     long t = m->prefault_threads;
     if (t > 0) return (int)t;
     size_t by_size = len / PREFAULT_SLICE;
@@ -348,7 +348,7 @@ int dsp_pin_populate_lock(struct dsp_manager *m, struct dsp_span *s, int lock, i
     }
     /* Under auto the huge pages are timed as they come (populate_part). */
     int watch = huge && m->huge_mode == DSP_HUGEPAGES_AUTO;
-    int rc = dsp_prefault(base, s->len, auto_threads(m, s->len),
+    int rc = dsp_prefault(base, s->len, dsp_pin_threads(m, s->len),
                           bound >= 0 ? dsp_numa_cpus(bound) : NULL, watch ? &huge : NULL);
     if (rc) {
         dsp_once(DSP_LOG_WARN,

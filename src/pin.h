@@ -46,6 +46,9 @@ int dsp_pin_lock_range(void *base, size_t len);
  * populate_part); set to 0 when its huge pages proved slow and the rest got
  * small ones. */
 int dsp_prefault(void *base, size_t len, int threads, const cpu_set_t *cpus, int *huge);
+/* How many threads populate a new block of len bytes: DSP_PREFAULT_THREADS,
+ * or by the block's size and the CPUs the process may run on (auto). */
+int dsp_pin_threads(struct dsp_manager *m, size_t len);
 /* Under mu: a span whose mapping the program changed (memcalls.c), put back
  * as the manager made it. */
 void dsp_mem_restore(struct dsp_span *s);

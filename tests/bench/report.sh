@@ -44,9 +44,28 @@ cat >"$d/run/raw/cufile.json" <<'J'
    "unit": "GB/s", "value": 6.0, "baseline": 3.0, "higher_is_better": true, "repeats": 3}],
  "series": {}}
 J
+# Missed goals and why: a note, a miss inside the figure's own spread, one
+# far outside it, and fio's pairs.
+cat >"$d/run/raw/why.json" <<'J'
+{"bench": "why", "quick": true,
+ "figures": [{"id": "why.noisy", "what": "noisy", "unit": "ms", "value": 1.9, "spread": [1.0, 3.0],
+   "baseline": 4, "baseline_spread": [3.9, 4.1], "higher_is_better": false, "repeats": 5,
+   "goal": "ratio >= 2.2"},
+  {"id": "why.clear", "what": "clear", "unit": "ms", "value": 3, "spread": [2.95, 3.05],
+   "baseline": 4, "baseline_spread": [3.98, 4.02], "higher_is_better": false, "repeats": 5,
+   "goal": "ratio >= 2"},
+  {"id": "why.noted", "what": "noted", "unit": "ms", "value": 3, "spread": [2.95, 3.05],
+   "baseline": 4, "baseline_spread": [3.98, 4.02], "higher_is_better": false, "repeats": 5,
+   "goal": "ratio >= 2", "note": "two threads on two CPUs"},
+  {"id": "why.pairs", "what": "pairs", "unit": "IOPS", "value": 97, "spread": [96, 98],
+   "baseline": 100, "higher_is_better": true, "repeats": 12, "ratio": 0.97,
+   "pair_spread": [0.9, 1.05], "goal": "median ratio >= 0.98, no pair below 0.95",
+   "met": false}], "series": {}}
+J
 printf 'one\tok\t1\tone --quick\tone\ntwo\tok\t2\ttwo --quick\ttwo\nthree\tnot built\t0\tthree\tbuild/three\n' \
   >"$d/run/status.tsv"
 printf 'malloc\tok\t1\tm\tm\ncufile\tok\t1\tc\tc\n' >>"$d/run/status.tsv"
+printf 'why\tok\t1\tw\tw\n' >>"$d/run/status.tsv"
 python3 "$report" merge "$d/run"
 printf '# Performance\n\nIntro kept.\n\n## Older section\n\nKept too.\n' >"$d/docs/performance.md"
 python3 "$report" publish "$d/run" --docs "$d/docs"
@@ -57,12 +76,13 @@ d = sys.argv[1]
 res = json.load(open(f"{d}/run/results.json"))
 figs = {f["id"]: f for f in res["figures"]}
 assert set(figs) == {"one.cycle", "one.lookup", "limits.memcpy", "malloc.loop64_ns",
-                     "malloc.startup_ms", "cufile.pinned_host_buffer_dev_shm"}, figs.keys()
+                     "malloc.startup_ms", "cufile.pinned_host_buffer_dev_shm", "why.noisy",
+                     "why.clear", "why.noted", "why.pairs"}, figs.keys()
 assert figs["malloc.loop64_ns"]["met"] is True and figs["malloc.startup_ms"]["met"] is False
 assert figs["cufile.pinned_host_buffer_dev_shm"]["ratio"] == 2
 assert figs["one.cycle"]["ratio"] == 5 and figs["one.cycle"]["met"] is True, figs["one.cycle"]
 assert figs["one.lookup"]["met"] is False and figs["one.lookup"]["ratio"] is None
-assert [b["status"] for b in res["benchmarks"]] == ["ok", "ok", "not built", "ok", "ok"]
+assert [b["status"] for b in res["benchmarks"]] == ["ok", "ok", "not built", "ok", "ok", "ok"]
 for k in ("cpu", "cores", "kernel", "thp", "glibc", "date"):
     assert res["machine"].get(k) not in (None, ""), k
 assert json.load(open(f"{d}/run/machine.json"))["cores"] >= 1
@@ -73,6 +93,12 @@ assert header in md, md
 assert all(l.count("|") == header.count("|") for l in rows[:5]), rows
 assert "5.00x" in md and "**met**" in md and "**NOT met**" in md, md
 assert "| three | - | not built (build/three missing)" in md, md
+why = {l.split(":")[1].strip(): l for l in md.splitlines() if l.startswith("- **NOT met**")}
+assert "Why: load-sensitive: short by 4.3%" in why["noisy"], why["noisy"]
+assert "Why" not in why["clear"], why["clear"]
+assert "Why: two threads on two CPUs" in why["noted"] and "load" not in why["noted"], why["noted"]
+assert "Why: load-sensitive: short by 1.0%" in why["pairs"], why["pairs"]
+assert "Why" not in "".join(l for l in md.splitlines() if l.startswith("- **met**")), md
 if shutil.which("gnuplot"):
     pngs = sorted(os.path.basename(p) for p in glob.glob(f"{d}/run/*.png"))
     assert pngs == ["io_throughput.png", "pin_throughput.png"], pngs
