@@ -353,7 +353,7 @@ int main(int argc, char **argv) {
      * one time in eleven (22: one in fifty; issue 29). */
     int n[N];
     for (int k = 0; k < N; k++) n[k] = k == PYDICT || k == PYDICT_MALLOC ? 2 * reps : reps;
-    double a[N][32], b[N][32], ratio[N][32];
+    double a[N][32], b[N][32], ratio[N][32], delta[N][32];
     for (int r = 0; r < reps; r++) { /* alternate sides within each round */
         a[0][r] = run_child("loop64", quick, off);
         b[0][r] = run_child("loop64", quick, none);
@@ -389,6 +389,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < N; k++)
         for (int i = 0; i < n[k]; i++) {
             ratio[k][i] = a[k][i] / b[k][i];
+            delta[k][i] = a[k][i] - b[k][i];
             if (a[k][i] < 0 || b[k][i] < 0) {
                 fprintf(stderr, "malloc_bench: a child failed (%s)\n", res[k].key);
                 return 1;
@@ -408,6 +409,10 @@ int main(int argc, char **argv) {
         schema_baseline(f, k == STARTUP_EMPTY ? "without any preload" : "without the shim",
                         res[k].without, b[k][0], b[k][n[k] - 1]);
         if (res[k].goal) schema_goal(f, res[k].goal);
+        if (res[k].goal && !strncmp(res[k].goal, "delta", 5)) {
+            median(delta[k], n[k]); /* sorted */
+            schema_delta_spread(f, delta[k][0], delta[k][n[k] - 1]);
+        }
     }
     /* The floor under the start-up figure, for the report: what the loader
      * alone costs for a preloaded library, measured in the same rounds. */

@@ -137,43 +137,56 @@ def rel_spread(lo_hi, mid):
 
 
 def shortfall(f):
-    """How far a missed goal is from being met, relative to the goal (or, for a
-    delta, to the baseline), or None where that cannot be told."""
+    """How far a missed goal is from being met, and the spread of the run's
+    own repeats in the same terms: (short, noise), either None where the run
+    cannot tell. Ratio and value goals are relative to the bound, against the
+    relative spread of the figure and of its baseline; fio's paired goals
+    against the spread of the pairs' ratios alone (the pairing cancels the
+    sides' own swings); a delta goal in the figure's unit, against the spread
+    of the per-round deltas."""
     goal = f.get("goal") or ""
-    pair = f.get("pair_spread")
     m = re.match(r"\s*median ratio >= ([0-9.]+), no pair below ([0-9.]+)", goal)
-    if m and f.get("ratio") is not None:
-        med, floor = float(m.group(1)), float(m.group(2))
-        if f["ratio"] < med:
-            return 1 - f["ratio"] / med
-        return 1 - pair[0] / floor if pair and pair[0] < floor else None
+    if m:
+        pair, med, floor = f.get("pair_spread"), float(m.group(1)), float(m.group(2))
+        if f.get("ratio") is None or not pair or None in pair or not med or not floor:
+            return None, None
+        short = 1 - f["ratio"] / med if f["ratio"] < med else 1 - pair[0] / floor
+        return short, pair[1] - pair[0]
     g = re.fullmatch(r"\s*(ratio|value|delta)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*", goal)
     if not g:
-        return None
-    what, bound = g.group(1), float(g.group(3))
-    if what == "ratio" and f.get("ratio") and bound:
-        return abs(1 - f["ratio"] / bound)
-    if what == "delta" and None not in (f.get("value"), f.get("baseline")) and f["baseline"]:
-        return abs(f["value"] - f["baseline"] - bound) / abs(f["baseline"])
-    if what == "value" and f.get("value") is not None and bound:
-        return abs(1 - f["value"] / bound)
-    return None
+        return None, None
+    what, op, bound = g.group(1), g.group(2), float(g.group(3))
+    up = op in (">=", ">")  # the goal asks for more
+    if what == "delta":
+        ds, v, b = f.get("delta_spread"), f.get("value"), f.get("baseline")
+        if not ds or None in ds or v is None or b is None:
+            return None, None
+        d = v - b
+        return (bound - d if up else d - bound), ds[1] - ds[0]
+    v = f.get("ratio") if what == "ratio" else f.get("value")
+    if v is None or not bound:
+        return None, None
+    short = (1 - v / bound) if up else (v / bound - 1)
+    noise = [rel_spread(f.get("spread"), f.get("value")),
+             rel_spread(f.get("baseline_spread"), f.get("baseline"))]
+    noise = [x for x in noise if x is not None]
+    return short, max(noise) if noise else None
 
 
 def why_missed(f):
     """Why a goal was missed, as far as the run itself can tell: the benchmark's
     note, and whether the miss is smaller than the spread of the figure's own
-    repeats (of the figure, its baseline, or its pairs), which is what a
-    figure that depends on the machine's load looks like on a shared VM."""
+    repeats (shortfall), which is what a figure that depends on the machine's
+    load looks like on a shared VM."""
     out = [f["note"]] if f.get("note") else []
-    short = shortfall(f)
-    spreads = [rel_spread(f.get("spread"), f.get("value")),
-               rel_spread(f.get("baseline_spread"), f.get("baseline")),
-               rel_spread(f.get("pair_spread"), f.get("ratio"))]
-    spreads = [x for x in spreads if x is not None]
-    if short is not None and spreads and short < max(spreads):
-        out.append(f"load-sensitive: short by {short:.1%}, less than the spread of its own "
-                   f"repeats in this run ({max(spreads):.0%})")
+    short, noise = shortfall(f)
+    if short is not None and noise is not None and 0 < short < noise:
+        delta = "delta" in (f.get("goal") or "") and "median" not in f["goal"]
+        by = f"{num(short)} {f.get('unit', '')}" if delta else f"{short:.1%}"
+        of = f"{num(noise)} {f.get('unit', '')}" if delta else f"{noise:.0%}"
+        whose = "its pairs" if f.get("pair_spread") else "its own repeats"
+        out.append(f"load-sensitive: short by {by}, less than the spread of {whose} "
+                   f"in this run ({of})")
     return "; ".join(out)
 
 

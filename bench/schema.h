@@ -3,10 +3,12 @@
  *   {"bench": NAME, "quick": bool,
  *    "figures": [{"id", "what", "unit", "value", "baseline", "baseline_what",
  *                 "ratio", "higher_is_better", "spread": [min, max], "repeats",
- *                 "goal", "met", "baseline_spread", "note"}],
+ *                 "goal", "met", "baseline_spread", "delta_spread", "note"}],
  *    "series": {PLOT: [{"label", "x", "y", "y_min", "y_max", "x_unit", "y_unit"}]}}
  * ratio is how many times better than the baseline (baseline / value for times,
- * value / baseline for throughputs): above 1 is better. note: what the run itself
+ * value / baseline for throughputs): above 1 is better. delta_spread: min and
+ * max of value - baseline over the rounds, where the sides ran in pairs (a
+ * "delta" goal is judged on the medians, its noise on these). note: what the run itself
  * found that limits the figure on this machine (bench/report.py prints it
  * beside a missed goal). Figures and series are
  * collected in memory and written at once by schema_write(). */
@@ -24,8 +26,9 @@
 #define SCHEMA_MAX_POINTS 16
 
 struct schema_fig {
-    char id[64], what[128], unit[16], baseline_what[96], goal[48], note[256];
+    char id[64], what[128], unit[16], baseline_what[96], goal[48], note[512];
     double value, lo, hi;          /* median and spread of the repeats */
+    double dlo, dhi;               /* delta_spread; NAN: none */
     double base, base_lo, base_hi; /* NAN: no baseline */
     int repeats, higher_is_better;
     int met; /* 1, 0, or -1 when there is no goal */
@@ -56,6 +59,7 @@ static inline struct schema_fig *schema_figure(const char *id, const char *what,
     f->value = value, f->lo = lo, f->hi = hi, f->repeats = repeats;
     f->higher_is_better = higher_is_better;
     f->base = f->base_lo = f->base_hi = NAN;
+    f->dlo = f->dhi = NAN;
     f->met = -1;
     return f;
 }
@@ -88,6 +92,11 @@ static inline void schema_goal(struct schema_fig *f, const char *goal) {
                                  : v < bound;
 }
 
+/* The spread of value - baseline over rounds that ran both sides. */
+static inline void schema_delta_spread(struct schema_fig *f, double lo, double hi) {
+    if (f) f->dlo = lo, f->dhi = hi;
+}
+
 /* The figure added with id, or NULL. */
 static inline struct schema_fig *schema_find(const char *id) {
     for (int i = 0; i < schema_nfigs; i++)
@@ -97,7 +106,7 @@ static inline struct schema_fig *schema_find(const char *id) {
 
 /* The figure's note: printf-style. */
 static inline __attribute__((format(printf, 2, 3))) void schema_note(struct schema_fig *f,
-                                                                      const char *fmt, ...) {
+                                                                     const char *fmt, ...) {
     if (!f) return;
     va_list ap;
     va_start(ap, fmt);
@@ -205,6 +214,10 @@ static inline int schema_write(const char *path, const char *bench, int quick) {
         schema_knum(f, "ratio", schema_ratio(g));
         schema_kstr(f, "goal", g->goal[0] ? g->goal : NULL);
         fprintf(f, ", \"met\": %s", g->met < 0 ? "null" : g->met ? "true" : "false");
+        if (!isnan(g->dlo)) {
+            double d[2] = {g->dlo, g->dhi};
+            schema_karray(f, "delta_spread", d, 2);
+        }
         if (g->note[0]) schema_kstr(f, "note", g->note);
         fputc('}', f);
     }

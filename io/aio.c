@@ -250,9 +250,11 @@ static inline void count_fast(const uint8_t *cls, unsigned odd, int r) {
 
 /* Every call io_submit's fast path does not take: the first ones
  * (resolving), nr outside 1..DSP_AIO_FAST_MAX, a thread whose mask is not
- * known open (asked here), an iocb that needs the general path. Up to
+ * known open or is asked at every call (asked here), an iocb that needs the
+ * general path (tried: io_submit's classification already said so). Up to
  * DSP_AIO_CHUNK iocbs are still classified the fast way, a part at a time. */
-static __attribute__((noinline)) int submit_general(io_context_t ctx, long nr, struct iocb **ios) {
+static __attribute__((noinline)) int submit_general(io_context_t ctx, long nr, struct iocb **ios,
+                                                    int tried) {
     ensure_ready();
     /* nr < 0 and nr == 0 are the kernel's to answer (-EINVAL, or 0 after
      * the context is checked). */
@@ -261,7 +263,8 @@ static __attribute__((noinline)) int submit_general(io_context_t ctx, long nr, s
     uint8_t cls[DSP_AIO_CHUNK];
     unsigned odd = 0, o;
     long at = 0;
-    if (atomic_load_explicit(&fast, memory_order_relaxed) && nr <= DSP_AIO_CHUNK)
+    if (!tried && dsp_guard_faults_ok && atomic_load_explicit(&fast, memory_order_relaxed) &&
+        nr <= DSP_AIO_CHUNK)
         for (; at < nr; at += DSP_AIO_FAST_MAX, odd |= o)
             if (!dsp_aio_fast_classify(ios + at,
                                        nr - at < DSP_AIO_FAST_MAX ? nr - at : DSP_AIO_FAST_MAX,
@@ -286,8 +289,9 @@ DSP_API int io_submit(io_context_t ctx, long nr, struct iocb **ios) {
     uint8_t cls[DSP_AIO_FAST_MAX];
     unsigned odd;
     if (DSP_UNLIKELY(!atomic_load_explicit(&fast, memory_order_acquire)) ||
-        (unsigned long)nr - 1 >= DSP_AIO_FAST_MAX || !dsp_aio_fast_classify(ios, nr, cls, &odd))
-        return submit_general(ctx, nr, ios);
+        (unsigned long)nr - 1 >= DSP_AIO_FAST_MAX || !dsp_aio_fast_thread())
+        return submit_general(ctx, nr, ios, 0);
+    if (!dsp_aio_fast_classify(ios, nr, cls, &odd)) return submit_general(ctx, nr, ios, 1);
     int r = real.submit(ctx, nr, ios);
     count_fast(cls, odd, r);
     return r;

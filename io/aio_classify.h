@@ -40,6 +40,16 @@ struct dsp_aio_plan {
 /* DSP_AIO_BOUNCE, set by io/aio.c before the first classification. */
 extern int dsp_aio_policy;
 
+/* 1 when the calling thread's tracked mask leaves SIGSEGV and SIGBUS open and
+ * can be trusted (io/guard.h): io_submit's fast path may read iocbs without
+ * dsp_guard_enter. A new thread's first call, or one that blocks either
+ * signal, or a process where the mask is asked at every call, takes the
+ * general path, which asks. */
+static inline int dsp_aio_fast_thread(void) {
+    return __atomic_load_n(&dsp_guard_mask, __ATOMIC_RELAXED) == DSP_MASK_OPEN &&
+           !__atomic_load_n(&dsp_guard_ask, __ATOMIC_RELAXED);
+}
+
 /* The fast path's whole policy, set by io/aio.c before it turns the path on:
  * a read or write with any of these bits set in its buffer, length or (for a
  * read) offset needs the fd cache's word to go as it is. DSP_DIO_MAX_ALIGN - 1
@@ -52,22 +62,19 @@ extern uint64_t dsp_aio_fast_mask;
  * 1 when the fast path covers all n iocbs, with cls[] filled and the OR of
  * their classes in *odd (0: all DSP_AIO_DIRECT_UNPINNED), or 0 to send the
  * call down the general path, which also answers any bad pointer exactly.
- * Per iocb: four words read by dsp_guard_iocb_words (no jump buffer to set
- * up), a few tests of opcode and alignment (the fd cache's word only for a
- * misaligned one: docs/io.md), and a registry lookup only while something is
- * registered (tests/aio: aio_hook_steps counts the instructions).
+ * Per iocb: four words read by dsp_guard_iocb_words (on x86-64 no jump
+ * buffer to set up), a few tests of opcode and alignment (the fd cache's
+ * word only for a misaligned one: docs/io.md), and a registry lookup only
+ * while something is registered (tests/aio: aio_hook_steps counts the
+ * instructions).
  *
- * Only in a thread whose tracked mask leaves SIGSEGV and SIGBUS open, so a
- * fault of the words' loads reaches the guard's handler; the check stands in
- * for dsp_guard_enter/leave, which the fast path does not need (its loads
- * are resumed by address, io/guard.c). Any other thread, and a first call,
- * takes the general path, which asks. */
+ * Only where a fault of the words' loads reaches the guard's handler: the
+ * caller checks it, io_submit with dsp_aio_fast_thread (no dsp_guard_enter:
+ * the loads need no guard state), the general path with dsp_guard_faults_ok
+ * after dsp_guard_enter. */
 #define DSP_AIO_FAST_MAX 32
 static inline __attribute__((always_inline)) int
 dsp_aio_fast_classify(struct iocb **ios, long n, uint8_t *cls, unsigned *odd) {
-    if (__atomic_load_n(&dsp_guard_mask, __ATOMIC_RELAXED) != DSP_MASK_OPEN ||
-        __atomic_load_n(&dsp_guard_ask, __ATOMIC_RELAXED))
-        return 0;
     /* The array is checked as the iocb pointers are (io/guard.c): a bad one
      * is the general path's to answer without a load. One compare for any n
      * up to DSP_AIO_FAST_MAX (an array in the top 256 bytes of the address

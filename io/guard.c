@@ -169,6 +169,7 @@ long dsp_guard_iocb_words(void *const *ios, long n, uint64_t *out) {
         x[1] = cb->aio_buf;
         x[2] = cb->aio_nbytes;
         x[3] = (uint64_t)cb->aio_offset;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* counted only once read whole */
     }
     DSP_GUARD_END();
     (void)failed; /* i counts the iocbs read whole either way */

@@ -53,9 +53,11 @@ extern int dsp_guard_ask;
 /* Sets dsp_guard_faults_ok from the calling thread's signal mask (tracked;
  * one system call in a thread's first call, or each call with dsp_guard_ask)
  * and returns the previous value, for dsp_guard_leave. Every hook that
- * reads or writes caller memory brackets that work with the two; the mask
- * cannot change in between (a signal handler that runs meanwhile restores it
- * on return, and brackets its own calls). */
+ * reads or writes caller memory brackets that work with the two, except
+ * io_submit's fast path, which only reads iocbs with dsp_guard_iocb_words
+ * where the tracked mask is open and trusted (io/aio_classify.h,
+ * dsp_aio_fast_thread); the mask cannot change in between (a signal handler
+ * that runs meanwhile restores it on return, and brackets its own calls). */
 int dsp_guard_enter_slow(int prev);
 static inline int dsp_guard_enter(void) {
     int prev = dsp_guard_faults_ok;
@@ -86,8 +88,9 @@ int dsp_sigcalls_bound(void);
 /* DSP_GUARDED(failed) { loads and stores of caller memory } : the block runs
  * with faults turned into a jump that sets `failed` to 1. The block must take
  * no lock, allocate nothing and leave nothing half-done that matters (it is
- * abandoned at the faulting access). Not nestable. Only with
- * dsp_guard_faults_ok set. */
+ * abandoned at the faulting access). Not nestable. Only where faults reach
+ * the handler: dsp_guard_faults_ok set, or the tracked mask open and trusted
+ * (dsp_guard_iocb_words). */
 #define DSP_GUARD_BEGIN(failed)                                                                    \
     do {                                                                                           \
         sigjmp_buf dsp_guard_env_;                                                                 \

@@ -24,6 +24,10 @@
  * 220 after it, 132 once the fast path no longer entered the guard, kept its
  * classes in one OR and left resolving out of line. */
 #define BUDGET 160
+/* The same where the mask is asked at each call (one rt_sigprocmask, one
+ * step, included): 299 before issue 29's fast path, 634 in its first form,
+ * 315 since. */
+#define ASK_BUDGET 360
 
 #if defined(__x86_64__) /* the steps are read from x86-64 registers and opcodes */
 typedef int (*submit_fn)(io_context_t, long, struct iocb **);
@@ -41,7 +45,19 @@ static void one_read(submit_fn sub, getevents_fn get, io_context_t ctx, int fd, 
     if (get(ctx, 1, 1, ev, NULL) != 1 || (long)ev[0].res != 4096) _exit(14);
 }
 
-static void child(const char *path) {
+static void on_usr1(int sig) {
+    (void)sig;
+}
+
+static void child(const char *path, int ask) {
+    if (ask) {
+        /* A handler whose mask blocks SIGSEGV: the guard cannot trust the
+         * tracked mask and asks the kernel at every call (io/guard.h,
+         * dsp_guard_ask), as under a sanitizer runtime. */
+        struct sigaction sa = {.sa_handler = on_usr1};
+        sigfillset(&sa.sa_mask);
+        if (sigaction(SIGUSR1, &sa, NULL) != 0) _exit(17);
+    }
     int fd = open(path, O_RDONLY | O_DIRECT);
     if (fd < 0) _exit(10);
     io_context_t ctx = 0;
@@ -108,14 +124,15 @@ static void run_past_mark(pid_t pid) {
     }
 }
 
-Test(aio_hook, one_aligned_read_adds_under_160_instructions) {
+/* What the hooks add to one aligned read, in a child traced from the start. */
+static long added(int ask) {
     const char *path = make_file("/dev/shm", 1 << 20);
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
         if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0) _exit(20);
         raise(SIGSTOP);
-        child(path);
+        child(path, ask);
     }
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
@@ -129,15 +146,32 @@ Test(aio_hook, one_aligned_read_adds_under_160_instructions) {
     cr_assert_eq(ptrace(PTRACE_CONT, pid, 0, 0), 0);
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed: status %#x", st);
-    cr_log_info("one read: %ld instructions through the hooks, %ld through libaio: +%ld", hooked,
-                raw, hooked - raw);
-    cr_assert(hooked - raw <= BUDGET,
-              "the hooks add %ld instructions to one aligned read (%ld through them, %ld "
-              "through libaio), more than %d",
-              hooked - raw, hooked, raw, BUDGET);
+    cr_log_info("one read%s: %ld instructions through the hooks, %ld through libaio: +%ld",
+                ask ? " (mask asked at each call)" : "", hooked, raw, hooked - raw);
+    return hooked - raw;
+}
+
+Test(aio_hook, one_aligned_read_adds_under_160_instructions) {
+    long n = added(0);
+    cr_assert(n <= BUDGET, "the hooks add %ld instructions to one aligned read, more than %d", n,
+              BUDGET);
+}
+
+/* Where the mask is asked at every call, the general path still classifies
+ * the fast way after asking (issue 29's review: it went through the planned
+ * path, +634 instructions). */
+Test(aio_hook, one_aligned_read_where_the_mask_is_asked_adds_under_360_instructions) {
+    long n = added(1);
+    cr_assert(n <= ASK_BUDGET,
+              "with the mask asked at each call the hooks add %ld instructions to one aligned "
+              "read, more than %d",
+              n, ASK_BUDGET);
 }
 #else
 Test(aio_hook, one_aligned_read_adds_under_160_instructions) {
+    cr_skip_test("x86-64 only: the steps are read from its registers and opcodes");
+}
+Test(aio_hook, one_aligned_read_where_the_mask_is_asked_adds_under_360_instructions) {
     cr_skip_test("x86-64 only: the steps are read from its registers and opcodes");
 }
 #endif

@@ -60,7 +60,13 @@ cat >"$d/run/raw/why.json" <<'J'
   {"id": "why.pairs", "what": "pairs", "unit": "IOPS", "value": 97, "spread": [96, 98],
    "baseline": 100, "higher_is_better": true, "repeats": 12, "ratio": 0.97,
    "pair_spread": [0.9, 1.05], "goal": "median ratio >= 0.98, no pair below 0.95",
-   "met": false}], "series": {}}
+   "met": false},
+  {"id": "why.delta", "what": "delta", "unit": "ms", "value": 8.8, "spread": [8.1, 10],
+   "baseline": 8.65, "higher_is_better": false, "repeats": 5, "goal": "delta <= 0.1",
+   "delta_spread": [0.02, 0.3]},
+  {"id": "why.delta_far", "what": "delta_far", "unit": "ms", "value": 9.25, "spread": [8.1, 10],
+   "baseline": 8.65, "higher_is_better": false, "repeats": 5, "goal": "delta <= 0.1",
+   "delta_spread": [0.55, 0.65]}], "series": {}}
 J
 printf 'one\tok\t1\tone --quick\tone\ntwo\tok\t2\ttwo --quick\ttwo\nthree\tnot built\t0\tthree\tbuild/three\n' \
   >"$d/run/status.tsv"
@@ -77,7 +83,7 @@ res = json.load(open(f"{d}/run/results.json"))
 figs = {f["id"]: f for f in res["figures"]}
 assert set(figs) == {"one.cycle", "one.lookup", "limits.memcpy", "malloc.loop64_ns",
                      "malloc.startup_ms", "cufile.pinned_host_buffer_dev_shm", "why.noisy",
-                     "why.clear", "why.noted", "why.pairs"}, figs.keys()
+                     "why.clear", "why.noted", "why.pairs", "why.delta", "why.delta_far"}, figs.keys()
 assert figs["malloc.loop64_ns"]["met"] is True and figs["malloc.startup_ms"]["met"] is False
 assert figs["cufile.pinned_host_buffer_dev_shm"]["ratio"] == 2
 assert figs["one.cycle"]["ratio"] == 5 and figs["one.cycle"]["met"] is True, figs["one.cycle"]
@@ -97,7 +103,12 @@ why = {l.split(":")[1].strip(): l for l in md.splitlines() if l.startswith("- **
 assert "Why: load-sensitive: short by 4.3%" in why["noisy"], why["noisy"]
 assert "Why" not in why["clear"], why["clear"]
 assert "Why: two threads on two CPUs" in why["noted"] and "load" not in why["noted"], why["noted"]
-assert "Why: load-sensitive: short by 1.0%" in why["pairs"], why["pairs"]
+assert "Why: load-sensitive: short by 1.0%, less than the spread of its pairs" in why["pairs"], why["pairs"]
+# A delta in its unit, against the spread of the per-round deltas; a delta
+# goal without them (malloc.startup_ms above) is not judged.
+assert "Why: load-sensitive: short by 0.05 ms" in why["delta"], why["delta"]
+assert "Why" not in why["delta_far"], why["delta_far"]
+assert "Why" not in why["startup"], why["startup"]
 assert "Why" not in "".join(l for l in md.splitlines() if l.startswith("- **met**")), md
 if shutil.which("gnuplot"):
     pngs = sorted(os.path.basename(p) for p in glob.glob(f"{d}/run/*.png"))
