@@ -180,9 +180,12 @@ def why_missed(f):
     load looks like on a shared VM."""
     out = [f["note"]] if f.get("note") else []
     short, noise = shortfall(f)
-    if short is not None and noise is not None and 0 < short < noise:
-        delta = "delta" in (f.get("goal") or "") and "median" not in f["goal"]
-        by = f"{num(short)} {f.get('unit', '')}" if delta else f"{short:.1%}"
+    delta = "delta" in (f.get("goal") or "") and "median" not in f["goal"]
+    if short is not None and short <= 0 and f.get("met") is False and not delta:
+        short = 0.0  # missed by less than the rounding of the figures written
+    if short is not None and noise is not None and 0 <= short < noise:
+        by = (f"{num(short)} {f.get('unit', '')}" if delta
+              else f"{short:.1%}" if short >= 0.001 else "less than 0.1%")
         of = f"{num(noise)} {f.get('unit', '')}" if delta else f"{noise:.0%}"
         whose = "its pairs" if f.get("pair_spread") else "its own repeats"
         out.append(f"load-sensitive: short by {by}, less than the spread of {whose} "

@@ -61,6 +61,10 @@ cat >"$d/run/raw/why.json" <<'J'
    "baseline": 100, "higher_is_better": true, "repeats": 12, "ratio": 0.97,
    "pair_spread": [0.9, 1.05], "goal": "median ratio >= 0.98, no pair below 0.95",
    "met": false},
+  {"id": "why.rounded", "what": "rounded", "unit": "IOPS", "value": 99, "spread": [98, 100],
+   "baseline": 100, "higher_is_better": true, "repeats": 12, "ratio": 0.985,
+   "pair_spread": [0.95, 1.06], "goal": "median ratio >= 0.98, no pair below 0.95",
+   "met": false},
   {"id": "why.delta", "what": "delta", "unit": "ms", "value": 8.8, "spread": [8.1, 10],
    "baseline": 8.65, "higher_is_better": false, "repeats": 5, "goal": "delta <= 0.1",
    "delta_spread": [0.02, 0.3]},
@@ -83,7 +87,7 @@ res = json.load(open(f"{d}/run/results.json"))
 figs = {f["id"]: f for f in res["figures"]}
 assert set(figs) == {"one.cycle", "one.lookup", "limits.memcpy", "malloc.loop64_ns",
                      "malloc.startup_ms", "cufile.pinned_host_buffer_dev_shm", "why.noisy",
-                     "why.clear", "why.noted", "why.pairs", "why.delta", "why.delta_far"}, figs.keys()
+                     "why.clear", "why.noted", "why.pairs", "why.rounded", "why.delta", "why.delta_far"}, figs.keys()
 assert figs["malloc.loop64_ns"]["met"] is True and figs["malloc.startup_ms"]["met"] is False
 assert figs["cufile.pinned_host_buffer_dev_shm"]["ratio"] == 2
 assert figs["one.cycle"]["ratio"] == 5 and figs["one.cycle"]["met"] is True, figs["one.cycle"]
@@ -104,6 +108,8 @@ assert "Why: load-sensitive: short by 4.3%" in why["noisy"], why["noisy"]
 assert "Why" not in why["clear"], why["clear"]
 assert "Why: two threads on two CPUs" in why["noted"] and "load" not in why["noted"], why["noted"]
 assert "Why: load-sensitive: short by 1.0%, less than the spread of its pairs" in why["pairs"], why["pairs"]
+# A pair just under its floor, written rounded onto it.
+assert "Why: load-sensitive: short by less than 0.1%" in why["rounded"], why["rounded"]
 # A delta in its unit, against the spread of the per-round deltas; a delta
 # goal without them (malloc.startup_ms above) is not judged.
 assert "Why: load-sensitive: short by 0.05 ms" in why["delta"], why["delta"]
