@@ -89,7 +89,7 @@ static int missing(const char *name) {
              name);
     return 0;
 }
-#define HAVE(fn) (dsp_real_cufile.fn || missing(#fn))
+#define HAVE(fn) (DSP_REAL(dsp_real_cufile.fn) || missing(#fn))
 #define NOT_INIT ((CUfileError_t){CU_FILE_DRIVER_NOT_INITIALIZED, 0})
 #define CALL     DSP_CUFILE_CALL
 
@@ -190,11 +190,11 @@ static CUfileError_t driver_close(int v2) {
      * only with the last close (review: one user's close made another's
      * pinned reads staged again). */
     long still_open = -1;
-    if (dsp_real_cufile.cuFileUseCount) still_open = CALL(cuFileUseCount);
+    if (DSP_REAL(dsp_real_cufile.cuFileUseCount)) still_open = CALL(cuFileUseCount);
     pthread_mutex_lock(&dsp_cufile_mu);
     dsp_cufile_reg_close_end(rc.err == CU_FILE_SUCCESS);
     if (rc.err == CU_FILE_SUCCESS && hooked_opens > 0) hooked_opens--;
-    if (!dsp_real_cufile.cuFileUseCount) still_open = hooked_opens;
+    if (!DSP_REAL(dsp_real_cufile.cuFileUseCount)) still_open = hooked_opens;
     if (rc.err == CU_FILE_SUCCESS && still_open <= 0) {
         dsp_cufile_handles_drop_all();
         dsp_cufile_app_forget_all();
@@ -234,7 +234,7 @@ DSP_API void cuFileHandleDeregister(CUfileHandle_t fh) {
     }
     if (!HAVE(cuFileHandleDeregister)) return;
     dsp_cufile_inside++;
-    dsp_real_cufile.cuFileHandleDeregister(fh);
+    DSP_REAL(dsp_real_cufile.cuFileHandleDeregister)(fh);
     dsp_cufile_inside--;
 }
 

@@ -32,7 +32,8 @@ extern DSP_TLS int dsp_cufile_inside;
 #define DSP_CUFILE_CALL(fn, ...)                                                                   \
     ({                                                                                             \
         dsp_cufile_inside++;                                                                       \
-        __typeof__(dsp_real_cufile.fn(__VA_ARGS__)) r_ = dsp_real_cufile.fn(__VA_ARGS__);          \
+        __typeof__(dsp_real_cufile.fn(__VA_ARGS__)) r_ =                                           \
+            DSP_REAL(dsp_real_cufile.fn)(__VA_ARGS__);                                             \
         dsp_cufile_inside--;                                                                       \
         r_;                                                                                        \
     })

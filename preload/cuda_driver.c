@@ -47,14 +47,11 @@ static CUresult missing(const char *name) {
     return CUDA_ERROR_NOT_INITIALIZED;
 }
 
-/* Resolves first; the slot read atomically: a call that passes through while
- * another thread resolves the layer reads it as that thread fills it
- * (symbols.c). */
+/* Resolves first. */
 #define CALL_REAL(fn, ...)                                                                         \
     ({                                                                                             \
         (void)dsp_layer_serving(&layer);                                                           \
-        __typeof__(dsp_real_driver.fn) f_ =                                                        \
-            __atomic_load_n(&dsp_real_driver.fn, __ATOMIC_ACQUIRE);                                \
+        __typeof__(dsp_real_driver.fn) f_ = DSP_REAL(dsp_real_driver.fn);                          \
         f_ ? DSP_CUDA_OUT(f_(__VA_ARGS__)) : missing(#fn);                                         \
     })
 

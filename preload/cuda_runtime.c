@@ -37,12 +37,9 @@ static cudaError_t missing(const char *name) {
 
 /* The real function, with the guard set: whatever the runtime asks the
  * driver on the way passes straight through (cuda_core.h). */
-/* The slot read atomically: a call that passes through while another thread
- * resolves the layer reads it as that thread fills it (symbols.c). */
 #define CALL_REAL(fn, ...)                                                                         \
     ({                                                                                             \
-        __typeof__(dsp_real_runtime.fn) f_ =                                                       \
-            __atomic_load_n(&dsp_real_runtime.fn, __ATOMIC_ACQUIRE);                               \
+        __typeof__(dsp_real_runtime.fn) f_ = DSP_REAL(dsp_real_runtime.fn);                        \
         f_ ? DSP_CUDA_OUT(f_(__VA_ARGS__)) : missing(#fn);                                         \
     })
 
@@ -68,7 +65,7 @@ static int do_bus_id(char *buf, int len, int dev) {
     return CALL_REAL(cudaDeviceGetPCIBusId, buf, len, dev);
 }
 static void do_forget(void) {
-    cudaError_t (*f)(void) = __atomic_load_n(&dsp_real_runtime.cudaGetLastError, __ATOMIC_ACQUIRE);
+    cudaError_t (*f)(void) = DSP_REAL(dsp_real_runtime.cudaGetLastError);
     if (f) DSP_CUDA_OUT(f());
 }
 

@@ -134,6 +134,12 @@ struct dsp_layer {
  * (a second at most), one from inside the resolution passes through. */
 int dsp_layer_resolve(struct dsp_layer *l);
 
+/* A real-function slot of a layer, read by a hook: atomically, since a call
+ * that passes through while another thread resolves the layer (or one from
+ * inside the resolution) reads it as dsp_layer_resolve fills it
+ * (ThreadSanitizer in cuda_threads, issue 29). NULL: not found (yet). */
+#define DSP_REAL(slot) __atomic_load_n(&(slot), __ATOMIC_ACQUIRE)
+
 /* 1 when the layer serves (resolving it first if need be), else 0. */
 static inline int dsp_layer_serving(struct dsp_layer *l) {
     int m = atomic_load_explicit(&l->mode, memory_order_acquire);
