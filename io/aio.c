@@ -220,18 +220,6 @@ static __attribute__((noinline)) int submit_planned(io_context_t ctx, long nr, s
     return (int)done;
 }
 
-/* Outside the fast path: errno kept (libaio leaves it alone; a refused
- * bounce buffer or fd query must too), and a thread that blocks SIGSEGV or
- * SIGBUS reads the iocbs with checked copies; where those are refused too,
- * nothing is read. */
-static __attribute__((noinline)) int submit_slow(io_context_t ctx, long nr, struct iocb **ios) {
-    int e = errno;
-    int r = dsp_guard_faults_ok || dsp_guard_checked_ok() ? submit_planned(ctx, nr, ios)
-                                                          : real.submit(ctx, nr, ios);
-    errno = e;
-    return r;
-}
-
 /* The counts of the r iocbs a fast classification let through. */
 static __attribute__((noinline)) void count_odd(const uint8_t *cls, int r) {
     uint64_t c[4] = {0, 0, 0, 0};
@@ -275,7 +263,14 @@ static __attribute__((noinline)) int submit_general(io_context_t ctx, long nr, s
         r = real.submit(ctx, nr, ios);
         count_fast(cls, odd, r);
     } else {
-        r = submit_slow(ctx, nr, ios);
+        /* Planned: errno kept (libaio leaves it alone; a refused bounce
+         * buffer or fd query must too), and a thread that blocks SIGSEGV or
+         * SIGBUS reads the iocbs with checked copies; where those are
+         * refused too, nothing is read. */
+        int e = errno;
+        r = dsp_guard_faults_ok || dsp_guard_checked_ok() ? submit_planned(ctx, nr, ios)
+                                                          : real.submit(ctx, nr, ios);
+        errno = e;
     }
     dsp_guard_leave(prev);
     return r;

@@ -41,17 +41,9 @@ DSP_STARTUP_TEXT static int word_eq(const char *a, const char *b) {
     return *a == 0 && *b == 0;
 }
 
-/* The constructor's parse tests strings by hand (str.h, and char_in): each
- * libc function the library calls first costs a lazy binding, a symbol
- * lookup through every loaded object (issue 29). The first c in s (its NUL
- * for 0), or NULL. */
-DSP_STARTUP_TEXT static const char *char_in(const char *s, char c) {
-    for (;; s++) {
-        if (*s == c) return s;
-        if (!*s) return NULL;
-    }
-}
-
+/* The constructor's parse tests strings by hand (str.h): each libc function
+ * the library calls first costs a lazy binding, a symbol lookup through
+ * every loaded object (issue 29). */
 DSP_STARTUP_TEXT const char *dsp_config_env(char *const *env, const char *name) {
     for (; env && *env; env++) {
         const char *v = dsp_str_after(*env, name);
@@ -94,7 +86,7 @@ static int parse_int(const char *t, long long lo, long long hi, long long *out) 
  * sticky bit). */
 static int parse_mode(const char *t, long long *out) {
     long long v = 0;
-    if (!*t || char_in(t, 0) - t > 4) return -EINVAL;
+    if (!*t || dsp_str_chr(t, 0) - t > 4) return -EINVAL;
     for (; *t; t++) {
         if (*t < '0' || *t > '7') return -EINVAL;
         v = v * 8 + (*t - '0');
@@ -208,7 +200,7 @@ DSP_STARTUP_TEXT static int parse(enum dsp_opt_id id, const char *text, size_t r
             *out = (long long)DSP_SIZE_OFF;
             return 0;
         }
-        return parse_size(text, char_in(d->forms, '%') != NULL, ram, out, share);
+        return parse_size(text, dsp_str_chr(d->forms, '%') != NULL, ram, out, share);
     }
     return -EINVAL;
 }
@@ -326,7 +318,7 @@ DSP_STARTUP_TEXT void dsp_config_load_as(char *const *env, size_t ram, int secur
     for (char *const *e = env; *e; e++) {
         const char *kv = *e;
         if (!dsp_str_after(kv, "DSP_")) continue;
-        const char *eq = char_in(kv, '=');
+        const char *eq = dsp_str_chr(kv, '=');
         if (!eq) continue;
         char name[64];
         size_t n = (size_t)(eq - kv);

@@ -16,6 +16,14 @@ DSP_STR_FN int dsp_str_eq(const char *a, const char *b) {
     return *a == *b;
 }
 
+/* The first c in s (its NUL for c == 0), or NULL: strchr. */
+DSP_STR_FN const char *dsp_str_chr(const char *s, char c) {
+    for (;; s++) {
+        if (*s == c) return s;
+        if (!*s) return NULL;
+    }
+}
+
 /* s past prefix when s starts with it, else NULL. */
 DSP_STR_FN const char *dsp_str_after(const char *s, const char *prefix) {
     while (*prefix)

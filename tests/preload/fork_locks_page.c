@@ -28,10 +28,7 @@ static void *wait_forever(void *arg) {
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     uintptr_t base = shim_base();
-    if (!base) {
-        fprintf(stderr, "libdspreload.so is not loaded\n");
-        return 1;
-    }
+    if (!base) return 1;
     uintptr_t locks = base + (uintptr_t)strtoull(argv[1], NULL, 16);
     int at_start = page_resident(locks);
     pthread_t t;

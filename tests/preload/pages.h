@@ -6,6 +6,7 @@
 
 #include <link.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -17,10 +18,12 @@ static int shim_find_(struct dl_phdr_info *info, size_t size, void *base) {
     return 1;
 }
 
-/* The load address of libdspreload.so in this process, or 0. */
+/* The load address of libdspreload.so in this process, or 0 (said on
+ * stderr). */
 static inline uintptr_t shim_base(void) {
     uintptr_t base = 0;
     dl_iterate_phdr(shim_find_, &base);
+    if (!base) fprintf(stderr, "libdspreload.so is not loaded\n");
     return base;
 }
 
